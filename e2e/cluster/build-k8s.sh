@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries the local cluster needs from the k8s.io/kubernetes Go module,
+# pinned to one release, and caches them outside the repo. Reuses the cache when it is complete.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/versions.env"
+out=${K8S_BIN_DIR:-$HOME/.cache/sidecar-terminator/k8s-$K8S_VERSION/bin}
+components=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl)
+
+complete=1
+for c in "${components[@]}"; do [ -x "$out/$c" ] || complete=0; done
+if [ "$complete" = 1 ]; then echo "$out"; exit 0; fi
+
+export PATH=/usr/local/go/bin:$PATH GOFLAGS=-mod=mod GOTOOLCHAIN=local
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+go mod init local/k8s-build >/dev/null 2>&1
+# As a dependency, k8s.io/kubernetes' own `replace ./staging/...` lines do not apply: pin each
+# staging module to the matching v0.x release instead.
+modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+staging_version="v0.${K8S_VERSION#v1.}"
+grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging' "$modfile" | awk '{print $1}' | while read -r m; do
+  go mod edit -replace "$m=$m@$staging_version"
+done
+go mod edit -require "k8s.io/kubernetes@$K8S_VERSION"
+cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubectl/pkg/cmd"
+)
+GO
+go mod tidy -e >/dev/null 2>&1 || true
+go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+
+minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+mkdir -p "$out"
+for c in "${components[@]}"; do
+  [ -x "$out/$c" ] && continue
+  start=$(date +%s)
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+  mv "$out/$c.tmp" "$out/$c"
+  echo "built $c in $(( $(date +%s) - start ))s" >&2
+done
+echo "$out"
