@@ -1,0 +1,96 @@
+// The agent's compact view of a Pod on its node: only what carrying out a request needs.
+import type { V1Pod, V1ContainerStatus } from '@kubernetes/client-node';
+import type { ContainerPort, Handler } from '../crr/types.ts';
+import { READINESS_CONDITION } from '../crr/types.ts';
+
+export type ContainerStatusState = 'waiting' | 'running' | 'terminated' | 'unknown';
+
+export interface AgentContainerStatus {
+  name: string;
+  /** `<runtime>://<id>`, absent until the container was created. */
+  containerID?: string;
+  restartCount: number;
+  ready: boolean;
+  state: ContainerStatusState;
+  /** When the current container started running (ms since epoch). */
+  startedAtMs?: number;
+  exitCode?: number;
+}
+
+export interface AgentContainerSpec {
+  name: string;
+  preStop?: Handler;
+  ports?: ContainerPort[];
+}
+
+export interface AgentPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  nodeName: string;
+  restartPolicy: 'Always' | 'OnFailure' | 'Never';
+  terminationGracePeriodSeconds: number;
+  podIP?: string;
+  deleting: boolean;
+  containers: AgentContainerSpec[];
+  statuses: AgentContainerStatus[];
+  /** Our readiness condition: status and when it last changed (ms since epoch). */
+  readiness?: { status: string; sinceMs: number };
+}
+
+const DEFAULT_GRACE_SECONDS = 30;
+
+export function projectAgentPod(pod: V1Pod): AgentPod {
+  const readiness = pod.status?.conditions?.find((c) => c.type === READINESS_CONDITION);
+  return {
+    namespace: pod.metadata?.namespace ?? '',
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+    nodeName: pod.spec?.nodeName ?? '',
+    restartPolicy: (pod.spec?.restartPolicy as AgentPod['restartPolicy'] | undefined) ?? 'Always',
+    terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
+    podIP: pod.status?.podIP,
+    deleting: pod.metadata?.deletionTimestamp !== undefined,
+    containers: (pod.spec?.containers ?? []).map((c) => ({
+      name: c.name,
+      preStop: c.lifecycle?.preStop as Handler | undefined,
+      ports: c.ports as ContainerPort[] | undefined,
+    })),
+    statuses: (pod.status?.containerStatuses ?? []).map(projectStatus),
+    readiness: readiness && {
+      status: readiness.status,
+      sinceMs: toMs(readiness.lastTransitionTime) ?? 0,
+    },
+  };
+}
+
+function projectStatus(s: V1ContainerStatus): AgentContainerStatus {
+  const state: ContainerStatusState = s.state?.terminated
+    ? 'terminated'
+    : s.state?.running
+      ? 'running'
+      : s.state?.waiting
+        ? 'waiting'
+        : 'unknown';
+  return {
+    name: s.name,
+    containerID: s.containerID || undefined,
+    restartCount: s.restartCount,
+    ready: s.ready,
+    state,
+    startedAtMs: toMs(s.state?.running?.startedAt),
+    exitCode: s.state?.terminated?.exitCode,
+  };
+}
+
+function toMs(t: Date | string | undefined): number | undefined {
+  if (t === undefined) return undefined;
+  const ms = new Date(t).getTime();
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** Splits `<runtime>://<id>`; undefined when malformed. */
+export function parseContainerID(full: string): { runtime: string; id: string } | undefined {
+  const match = /^([a-z0-9.-]+):\/\/(.+)$/.exec(full);
+  return match ? { runtime: match[1]!, id: match[2]! } : undefined;
+}

@@ -1,0 +1,116 @@
+// The ContainerRecreateRequest API (sidecar-terminator.dev/v1alpha1). Field names follow
+// OpenKruise's apps.kruise.io/v1alpha1 CRR so that users and tools that know it know this one.
+
+export const GROUP = 'sidecar-terminator.dev';
+export const VERSION = 'v1alpha1';
+export const KIND = 'ContainerRecreateRequest';
+export const PLURAL = 'containerrecreaterequests';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const LABEL_NODE_NAME = 'crr.sidecar-terminator.dev/node-name';
+export const LABEL_POD_UID = 'crr.sidecar-terminator.dev/pod-uid';
+export const LABEL_ACTIVE = 'crr.sidecar-terminator.dev/active';
+/** Readiness gate / condition type used for `unreadyGracePeriodSeconds`. */
+export const READINESS_CONDITION = 'sidecar-terminator.dev/ready';
+/** Finalizer that keeps the request until the Pod's readiness has been restored. */
+export const READINESS_FINALIZER = 'sidecar-terminator.dev/restore-readiness';
+
+export interface ExecAction { command?: string[] }
+export interface HTTPHeader { name: string; value: string }
+export interface HTTPGetAction {
+  path?: string;
+  port: number | string;
+  host?: string;
+  scheme?: 'HTTP' | 'HTTPS';
+  httpHeaders?: HTTPHeader[];
+}
+export interface TCPSocketAction { port: number | string; host?: string }
+export interface Handler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+}
+export interface ContainerPort { name?: string; containerPort: number; protocol?: string }
+
+export interface StatusContext {
+  /** `<runtime>://<id>` */
+  containerID: string;
+  restartCount: number;
+}
+
+export interface CRRContainer {
+  name: string;
+  preStop?: Handler;
+  ports?: ContainerPort[];
+  statusContext?: StatusContext;
+}
+
+export type FailurePolicy = 'Fail' | 'Ignore';
+
+export interface CRRStrategy {
+  failurePolicy?: FailurePolicy;
+  orderedRecreate?: boolean;
+  forceRecreate?: boolean;
+  terminationGracePeriodSeconds?: number;
+  unreadyGracePeriodSeconds?: number;
+  minStartedSeconds?: number;
+}
+
+export interface CRRSpec {
+  podName: string;
+  containers: CRRContainer[];
+  strategy?: CRRStrategy;
+  activeDeadlineSeconds?: number;
+  ttlSecondsAfterFinished?: number;
+}
+
+export type CRRPhase = '' | 'Pending' | 'Recreating' | 'Completed';
+export type ContainerRecreatePhase = 'Pending' | 'Recreating' | 'Succeeded' | 'Failed';
+
+export interface ContainerRecreateState {
+  name: string;
+  phase: ContainerRecreatePhase;
+  message?: string;
+  isKilled?: boolean;
+  exitCode?: number;
+}
+
+export interface CRRStatus {
+  phase?: CRRPhase;
+  completionTime?: string;
+  message?: string;
+  containerRecreateStates?: ContainerRecreateState[];
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  creationTimestamp?: string | Date;
+  deletionTimestamp?: string | Date;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
+}
+
+export interface ContainerRecreateRequest {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: ObjectMeta;
+  spec: CRRSpec;
+  status?: CRRStatus;
+}
+
+export function isCompleted(crr: ContainerRecreateRequest): boolean {
+  return crr.status?.phase === 'Completed';
+}
