@@ -1,0 +1,47 @@
+// This node's figures, on the agent's /metrics.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createAgentMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    requestsCompleted: new Counter({
+      name: 'sidecar_terminator_agent_requests_completed_total',
+      help: 'Requests this agent completed, by outcome (succeeded: every container Succeeded; failed: some Failed; refused: could not be carried out).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    stopSeconds: new Histogram({
+      name: 'sidecar_terminator_agent_stop_seconds',
+      help: 'Time from a request first seen by the agent to its container having exited.',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    containerStops: new Counter({
+      name: 'sidecar_terminator_agent_container_stops_total',
+      help: 'Container stops issued, by result.',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    runtimeErrors: new Counter({
+      name: 'sidecar_terminator_agent_runtime_errors_total',
+      help: 'Failed container runtime calls, by method.',
+      labelNames: ['method'] as const,
+      registers: [registry],
+    }),
+    watchRestarts: new Counter({
+      name: 'sidecar_terminator_agent_watch_restarts_total',
+      help: 'Watches restarted after an error, by resource.',
+      labelNames: ['resource'] as const,
+      registers: [registry],
+    }),
+    queueDepth: new Gauge({
+      name: 'sidecar_terminator_agent_queue_depth',
+      help: 'Pods waiting to be processed.',
+      registers: [registry],
+    }),
+  };
+}
+
+export type AgentMetrics = ReturnType<typeof createAgentMetrics>;

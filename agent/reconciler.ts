@@ -1,0 +1,236 @@
+// The agent's I/O around the pure planner: gathers a Pod's requests, the Pod and the runtime's view
+// of each target container, writes the planned status, and carries out the stops it orders.
+import type * as k8s from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
+import { GROUP, PLURAL, VERSION, isCompleted } from '../crr/types.ts';
+import type { EventRecorder } from '../common/events.ts';
+import type { Logger } from '../common/log.ts';
+import { errorMessage, statusCode } from '../common/log.ts';
+import type { QueueResult } from '../common/queue.ts';
+import type { RuntimeView, StopOrder } from './decide.ts';
+import { isFinal, planRequest } from './decide.ts';
+import type { AgentPod } from './pod.ts';
+import { parseContainerID, projectAgentPod } from './pod.ts';
+import { runPreStop } from './prestop.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { ContainerRuntime } from './runtime/types.ts';
+
+export interface ReconcilerDeps {
+  nodeName: string;
+  core: k8s.CoreV1Api;
+  custom: k8s.CustomObjectsApi;
+  /** The cached Pod on this node, if the watch has it. */
+  cachedPod: (namespace: string, name: string) => k8s.V1Pod | undefined;
+  /** Active requests for this node in a namespace, from the watch cache. */
+  cachedRequests: (namespace: string) => ContainerRecreateRequest[];
+  /** The runtime serving a container ID prefix ("containerd", "cri-o", "docker"). */
+  runtimeFor: (prefix: string) => ContainerRuntime | undefined;
+  events: EventRecorder;
+  metrics: AgentMetrics;
+  log: Logger;
+  /** Asks for the Pod's requests to be looked at again (after a stop finishes). */
+  requeue: (podKey: string) => void;
+  now?: () => number;
+}
+
+const MIN_STOP_SECONDS = 2;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export function podKey(namespace: string, podName: string): string {
+  return `${namespace}/${podName}`;
+}
+
+export class Reconciler {
+  private readonly deps: ReconcilerDeps;
+  private readonly now: () => number;
+  /** Stops under way in this process, by full container ID: never issue the same stop twice at once. */
+  private readonly inFlight = new Set<string>();
+  /** When each request was first seen, by uid: only for the latency histogram. */
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(deps: ReconcilerDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? Date.now;
+  }
+
+  async reconcile(key: string): Promise<QueueResult | void> {
+    const [namespace, podName] = splitKey(key);
+    const requests = this.deps.cachedRequests(namespace)
+      .filter((r) => r.spec?.podName === podName && !isCompleted(r))
+      .sort(byAge);
+    if (requests.length === 0) return;
+    for (const r of requests) if (r.metadata.uid && !this.firstSeen.has(r.metadata.uid)) this.firstSeen.set(r.metadata.uid, this.now());
+
+    const pod = await this.loadPod(namespace, podName, requests[0]!);
+    if (!pod) {
+      for (const r of requests) await this.writeStatus(r, completedStatus(r, `Pod ${namespace}/${podName} not found`, this.now()), 'refused');
+      return;
+    }
+
+    const [first, ...waiting] = requests as [ContainerRecreateRequest, ...ContainerRecreateRequest[]];
+    for (const r of waiting) {
+      const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind: first.metadata.name, runtime: new Map(), nowMs: this.now() });
+      await this.writeStatus(r, plan.status, 'refused');
+    }
+
+    const runtime = await this.runtimeViews(first, pod);
+    const plan = planRequest({ crr: first, pod, nodeName: this.deps.nodeName, runtime, nowMs: this.now() });
+    // isKilled must be in the API before the stop is issued, so a restarted agent never repeats it.
+    const written = await this.writeStatus(first, plan.status, outcomeOf(plan.status));
+    for (const stop of plan.stops) this.startStop(written, pod, stop, key);
+    if (plan.status.phase === 'Completed') this.recordExits(first, plan.status);
+    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+  }
+
+  /** The Pod from the cache, or from the API when the cache does not have the one the request is for. */
+  private async loadPod(namespace: string, name: string, request: ContainerRecreateRequest): Promise<AgentPod | undefined> {
+    const wantedUid = request.metadata.labels?.['crr.sidecar-terminator.dev/pod-uid'];
+    const cached = this.deps.cachedPod(namespace, name);
+    if (cached && (!wantedUid || cached.metadata?.uid === wantedUid)) return projectAgentPod(cached);
+    try {
+      return projectAgentPod(await this.deps.core.readNamespacedPod({ namespace, name }));
+    } catch (err) {
+      if (statusCode(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Map<string, RuntimeView>> {
+    const views = new Map<string, RuntimeView>();
+    const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
+    await Promise.all(crr.spec.containers.map(async (c) => {
+      const full = c.statusContext?.containerID;
+      if (!full || isFinal(recorded.get(c.name))) return;
+      if (this.inFlight.has(full) || this.inFlightFor(pod, c.name)) {
+        views.set(c.name, { error: 'stop in progress' });
+        return;
+      }
+      views.set(c.name, await this.inspect(full));
+    }));
+    return views;
+  }
+
+  private inFlightFor(pod: AgentPod, name: string): boolean {
+    const current = pod.statuses.find((s) => s.name === name)?.containerID;
+    return current !== undefined && this.inFlight.has(current);
+  }
+
+  private async inspect(fullID: string): Promise<RuntimeView> {
+    const parsed = parseContainerID(fullID);
+    if (!parsed) return { error: `malformed container ID ${fullID}` };
+    const runtime = this.deps.runtimeFor(parsed.runtime);
+    if (!runtime) return { error: `no ${parsed.runtime} runtime on node ${this.deps.nodeName}` };
+    try {
+      return { container: await runtime.status(parsed.id) };
+    } catch (err) {
+      this.deps.metrics.runtimeErrors.inc({ method: 'status' });
+      return { error: `${parsed.runtime} status: ${errorMessage(err)}` };
+    }
+  }
+
+  /** Writes the status if it changed; returns the request as the API now has it. */
+  private async writeStatus(crr: ContainerRecreateRequest, status: CRRStatus, outcome: string): Promise<ContainerRecreateRequest> {
+    if (sameStatus(crr.status, status)) return crr;
+    const { namespace, name, resourceVersion } = crr.metadata;
+    const updated = (await this.deps.custom.patchNamespacedCustomObjectStatus({
+      group: GROUP, version: VERSION, plural: PLURAL, namespace: namespace!, name: name!,
+      // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
+      body: { metadata: { resourceVersion }, status },
+    }, mergePatch)) as ContainerRecreateRequest;
+    if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
+      this.deps.metrics.requestsCompleted.inc({ outcome });
+      this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });
+      if (crr.metadata.uid) this.firstSeen.delete(crr.metadata.uid);
+    }
+    return updated;
+  }
+
+  private startStop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string): void {
+    if (this.inFlight.has(order.containerID)) return;
+    this.inFlight.add(order.containerID);
+    this.stop(crr, pod, order)
+      .catch((err: unknown) => this.deps.log.error('stop bookkeeping failed', { container: order.containerID, error: errorMessage(err) }))
+      .finally(() => {
+        this.inFlight.delete(order.containerID);
+        this.deps.requeue(key);
+      });
+  }
+
+  private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder): Promise<void> {
+    const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
+    const parsed = parseContainerID(order.containerID)!;
+    const runtime = this.deps.runtimeFor(parsed.runtime);
+    const started = this.now();
+    if (!runtime) return this.markFailed(crr, order.name, `no ${parsed.runtime} runtime on node ${this.deps.nodeName}`);
+
+    await this.deps.events.emit(ref, { type: 'Normal', reason: 'Killing', message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
+    if (order.preStop) {
+      const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, order.graceSeconds * 1000);
+      if (failure) {
+        await this.deps.events.emit(ref, { type: 'Warning', reason: 'FailedPreStopHook', message: `PreStop hook of container ${order.name} failed: ${failure}` });
+      }
+    }
+    const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(order.graceSeconds - (this.now() - started) / 1000));
+    try {
+      await runtime.stop(parsed.id, remaining);
+      this.deps.metrics.containerStops.inc({ result: 'stopped' });
+      this.deps.log.info('container stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, ms: this.now() - started });
+    } catch (err) {
+      this.deps.metrics.containerStops.inc({ result: 'failed' });
+      this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
+      await this.markFailed(crr, order.name, `stop: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Records a failed stop in the request, on top of the latest status (retrying on conflict). */
+  private async markFailed(crr: ContainerRecreateRequest, container: string, message: string): Promise<void> {
+    this.deps.log.warn('container stop failed', { request: `${crr.metadata.namespace}/${crr.metadata.name}`, container, message });
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const latest = this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr;
+      const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
+        s.name === container ? { ...s, phase: 'Failed', message } : s);
+      try {
+        await this.writeStatus(latest, { ...latest.status, containerRecreateStates: states }, 'failed');
+        return;
+      } catch (err) {
+        if (statusCode(err) !== 409) throw err;
+        await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
+      }
+    }
+  }
+
+  private recordExits(crr: ContainerRecreateRequest, status: CRRStatus): void {
+    const seen = crr.metadata.uid ? this.firstSeen.get(crr.metadata.uid) : undefined;
+    if (seen === undefined) return;
+    const killed = status.containerRecreateStates?.some((s) => s.isKilled && s.phase === 'Succeeded');
+    if (killed) this.deps.metrics.stopSeconds.observe((this.now() - seen) / 1000);
+  }
+}
+
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+function byAge(a: ContainerRecreateRequest, b: ContainerRecreateRequest): number {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  return ta - tb || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+}
+
+function completedStatus(crr: ContainerRecreateRequest, message: string, nowMs: number): CRRStatus {
+  return { ...crr.status, phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message };
+}
+
+function outcomeOf(status: CRRStatus): string {
+  const states = status.containerRecreateStates ?? [];
+  if (states.length > 0 && states.every((s) => s.phase === 'Succeeded')) return 'succeeded';
+  return states.some((s) => s.phase === 'Failed') ? 'failed' : 'refused';
+}
+
+/** Equal for writing purposes: completionTime is recomputed on every plan and does not count. */
+function sameStatus(a: CRRStatus | undefined, b: CRRStatus): boolean {
+  const strip = (s: CRRStatus | undefined) => JSON.stringify({ ...s, completionTime: undefined });
+  return strip(a) === strip(b);
+}

@@ -1,0 +1,33 @@
+// The /metrics, /healthz and /readyz endpoints.
+import http from 'node:http';
+import type { Registry } from 'prom-client';
+
+export interface HealthServerOptions {
+  port: number;
+  registry: Registry;
+  /** Why the process is not ready, or undefined when it is. */
+  notReadyReason: () => string | undefined;
+}
+
+export function startHealthServer({ port, registry, notReadyReason }: HealthServerOptions): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
+        (err: unknown) => res.writeHead(500).end(String(err)),
+      );
+    } else if (path === '/healthz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+    } else if (path === '/readyz') {
+      const reason = notReadyReason();
+      res.writeHead(reason ? 503 : 200, { 'Content-Type': 'text/plain' }).end(reason ? `${reason}\n` : 'ok\n');
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => resolve(server));
+  });
+}

@@ -1,0 +1,114 @@
+// A keyed work queue in the manner of client-go's: a key is queued at most once, never processed by
+// two workers at once, re-run if it was added while being processed, and retried with backoff
+// when its handler fails.
+
+export interface QueueResult {
+  /** Process the key again after this long even if nothing changes. */
+  requeueAfterMs?: number;
+}
+
+export type QueueHandler = (key: string) => Promise<QueueResult | void>;
+
+export interface WorkQueueOptions {
+  workers: number;
+  handler: QueueHandler;
+  onError: (key: string, err: unknown, retryInMs: number) => void;
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+export class WorkQueue {
+  private readonly pending = new Set<string>();
+  private readonly order: string[] = [];
+  private readonly active = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly failures = new Map<string, number>();
+  private running = 0;
+  private stopped = false;
+  private readonly options: Required<WorkQueueOptions>;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(options: WorkQueueOptions) {
+    this.options = { baseBackoffMs: 200, maxBackoffMs: 60_000, ...options };
+  }
+
+  add(key: string): void {
+    if (this.stopped) return;
+    if (this.active.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.pending.has(key)) return;
+    this.pending.add(key);
+    this.order.push(key);
+    this.pump();
+  }
+
+  /** Adds the key after `ms`; an earlier pending timer for the same key wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.stopped) return;
+    if (ms <= 0) return this.add(key);
+    const at = Date.now() + ms;
+    const existing = this.timers.get(key);
+    if (existing && existing.at <= at) return;
+    if (existing) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref();
+    this.timers.set(key, { at, timer });
+  }
+
+  /** Keys waiting to be processed (not counting delayed ones). */
+  depth(): number {
+    return this.pending.size;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** Resolves when nothing is queued or running (for tests). */
+  idle(): Promise<void> {
+    if (this.pending.size === 0 && this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.running < this.options.workers && this.order.length > 0) {
+      const key = this.order.shift()!;
+      this.pending.delete(key);
+      this.active.add(key);
+      this.running++;
+      void this.process(key);
+    }
+    if (this.pending.size === 0 && this.running === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    try {
+      const result = await this.options.handler(key);
+      this.failures.delete(key);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      const attempts = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, attempts);
+      const delay = Math.min(this.options.baseBackoffMs * 2 ** (attempts - 1), this.options.maxBackoffMs);
+      this.options.onError(key, err, delay);
+      this.addAfter(key, delay);
+    } finally {
+      this.active.delete(key);
+      this.running--;
+      if (this.dirty.delete(key)) this.add(key);
+      this.pump();
+    }
+  }
+}
