@@ -1,7 +1,7 @@
 // This node's figures, on the agent's /metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export function createAgentMetrics() {
+export function createAgentMetrics(queueDepth: () => number) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return {
@@ -40,6 +40,9 @@ export function createAgentMetrics() {
       name: 'sidecar_terminator_agent_queue_depth',
       help: 'Pods waiting to be processed.',
       registers: [registry],
+      collect() {
+        this.set(queueDepth());
+      },
     }),
   };
 }

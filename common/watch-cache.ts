@@ -1,15 +1,20 @@
 // A list+watch cache that never gives up: the client library re-lists after 410 Gone and backs
 // off between reconnects, but stops on any other error; this restarts it with backoff.
 import * as k8s from '@kubernetes/client-node';
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+
+/** Anything with object metadata; custom objects arrive as plain JSON (timestamps as strings). */
+export interface Named {
+  metadata?: { name?: string; namespace?: string };
+}
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
 
-export interface WatchCacheOptions<T extends KubernetesObject> {
+export interface WatchCacheOptions<T extends Named> {
   kubeConfig: k8s.KubeConfig;
   /** API path to watch, e.g. /api/v1/pods */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
+  list: () => Promise<{ metadata?: { resourceVersion?: string }; items: T[] }>;
   labelSelector?: string;
   fieldSelector?: string;
   log: Logger;
@@ -19,8 +24,8 @@ export interface WatchCacheOptions<T extends KubernetesObject> {
 
 const MAX_BACKOFF_MS = 30_000;
 
-export class WatchCache<T extends KubernetesObject> {
-  private readonly listWatch: k8s.ListWatch<T>;
+export class WatchCache<T extends Named> {
+  private readonly listWatch: k8s.ListWatch<KubernetesObject>;
   private synced = false;
   private stopped = false;
   private backoffMs = 500;
@@ -28,17 +33,17 @@ export class WatchCache<T extends KubernetesObject> {
 
   constructor(options: WatchCacheOptions<T>) {
     this.options = options;
-    this.listWatch = new k8s.ListWatch<T>(options.path, new k8s.Watch(options.kubeConfig),
+    this.listWatch = new k8s.ListWatch<KubernetesObject>(options.path, new k8s.Watch(options.kubeConfig),
       async () => {
         const list = await options.list();
         this.synced = true;
         this.backoffMs = 500;
-        return list;
+        return list as k8s.KubernetesListObject<KubernetesObject>;
       },
       false, options.labelSelector, options.fieldSelector);
-    this.listWatch.on(k8s.ADD, (obj) => options.onChange(obj, 'add'));
-    this.listWatch.on(k8s.UPDATE, (obj) => options.onChange(obj, 'update'));
-    this.listWatch.on(k8s.DELETE, (obj) => options.onChange(obj, 'delete'));
+    this.listWatch.on(k8s.ADD, (obj) => options.onChange(obj as T, 'add'));
+    this.listWatch.on(k8s.UPDATE, (obj) => options.onChange(obj as T, 'update'));
+    this.listWatch.on(k8s.DELETE, (obj) => options.onChange(obj as T, 'delete'));
     this.listWatch.on(k8s.ERROR, (err) => this.restart(err));
   }
 
@@ -57,11 +62,11 @@ export class WatchCache<T extends KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.listWatch.get(name, namespace);
+    return this.listWatch.get(name, namespace) as T | undefined;
   }
 
   list(namespace?: string): T[] {
-    return this.listWatch.list(namespace);
+    return this.listWatch.list(namespace) as T[];
   }
 
   private restart(err: unknown): void {

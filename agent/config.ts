@@ -1,0 +1,56 @@
+// The agent's configuration: flags, with NODE_NAME from the environment (the downward API).
+import { parseArgs } from 'node:util';
+
+export interface AgentConfig {
+  nodeName: string;
+  /** Where the host's /var/run is mounted; runtime sockets are looked for under it. */
+  hostRunDir: string;
+  /** A runtime socket named explicitly, instead of looking for one. */
+  runtimeSocket?: string;
+  metricsPort: number;
+  workers: number;
+  resyncSeconds: number;
+  kubeconfig?: string;
+}
+
+const USAGE = `usage: sidecar-terminator agent [flags]
+  --node-name NAME        node this agent serves (default: env NODE_NAME; required)
+  --host-run-dir DIR      the host's /var/run as mounted here (default /var/run)
+  --runtime-socket PATH   use this CRI or Docker socket instead of looking for one
+  --metrics-port N        port of /metrics, /healthz, /readyz (default 9440)
+  --workers N             Pods processed at once (default 8)
+  --resync-seconds N      re-check every active request this often (default 30)
+  --kubeconfig PATH       kubeconfig (default: in-cluster, or env KUBECONFIG)`;
+
+export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'node-name': { type: 'string' },
+      'host-run-dir': { type: 'string', default: '/var/run' },
+      'runtime-socket': { type: 'string' },
+      'metrics-port': { type: 'string', default: '9440' },
+      workers: { type: 'string', default: '8' },
+      'resync-seconds': { type: 'string', default: '30' },
+      kubeconfig: { type: 'string' },
+    },
+    strict: true,
+  });
+  const nodeName = values['node-name'] ?? env.NODE_NAME;
+  if (!nodeName) throw new Error(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
+  return {
+    nodeName,
+    hostRunDir: values['host-run-dir'],
+    runtimeSocket: values['runtime-socket'],
+    metricsPort: positiveInt('metrics-port', values['metrics-port']),
+    workers: positiveInt('workers', values.workers),
+    resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
+    kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+  };
+}
+
+export function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
+  return n;
+}

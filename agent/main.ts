@@ -1,0 +1,104 @@
+// The node agent: watches its node's Pods and active requests, and carries the requests out.
+import * as k8s from '@kubernetes/client-node';
+import type { ContainerRecreateRequest } from '../crr/types.ts';
+import { GROUP, LABEL_ACTIVE, LABEL_NODE_NAME, PLURAL, VERSION } from '../crr/types.ts';
+import { EventRecorder } from '../common/events.ts';
+import { startHealthServer } from '../common/http.ts';
+import { loadKubeConfig } from '../common/kubeconfig.ts';
+import { createLogger, errorMessage } from '../common/log.ts';
+import { WorkQueue } from '../common/queue.ts';
+import { WatchCache } from '../common/watch-cache.ts';
+import type { AgentConfig } from './config.ts';
+import { createAgentMetrics } from './metrics.ts';
+import { Reconciler, podKey } from './reconciler.ts';
+import type { RuntimeDiscovery } from './runtimes.ts';
+import { RuntimeRegistry } from './runtimes.ts';
+
+export interface RunningAgent {
+  stop(): Promise<void>;
+}
+
+export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
+  const log = createLogger('agent').child({ node: config.nodeName });
+  const kc = loadKubeConfig(config.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  let queue: WorkQueue | undefined;
+  const metrics = createAgentMetrics(() => queue?.depth() ?? 0);
+  const runtimes = new RuntimeRegistry(discover, log);
+
+  const enqueue = (key: string) => queue?.add(key);
+  const requests: WatchCache<ContainerRecreateRequest> = new WatchCache<ContainerRecreateRequest>({
+    kubeConfig: kc,
+    path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+    labelSelector: `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`,
+    list: async () => (await custom.listClusterCustomObject({
+      group: GROUP, version: VERSION, plural: PLURAL,
+      labelSelector: `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`,
+    })) as { items: ContainerRecreateRequest[] },
+    log,
+    onChange: (r) => r.spec?.podName && enqueue(podKey(r.metadata!.namespace!, r.spec.podName)),
+    onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+  });
+  const hasRequests = (namespace: string, name: string) => requests.list(namespace).some((r) => r.spec?.podName === name);
+  const pods = new WatchCache<k8s.V1Pod>({
+    kubeConfig: kc,
+    path: '/api/v1/pods',
+    fieldSelector: `spec.nodeName=${config.nodeName}`,
+    list: () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${config.nodeName}` }),
+    log,
+    onChange: (p) => {
+      const { namespace, name } = p.metadata ?? {};
+      if (namespace && name && hasRequests(namespace, name)) enqueue(podKey(namespace, name));
+    },
+    onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+  });
+
+  const reconciler = new Reconciler({
+    nodeName: config.nodeName,
+    core,
+    custom,
+    cachedPod: (namespace, name) => pods.get(name, namespace),
+    cachedRequests: (namespace) => requests.list(namespace),
+    runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
+    events: new EventRecorder(core, 'sidecar-terminator-agent', log, config.nodeName),
+    metrics,
+    log,
+    requeue: enqueue,
+  });
+  queue = new WorkQueue({
+    workers: config.workers,
+    handler: (key) => reconciler.reconcile(key),
+    onError: (key, err, retryInMs) => log.warn('reconcile failed, retrying', { pod: key, error: errorMessage(err), retryInMs }),
+  });
+
+  const resyncAll = () => {
+    for (const r of requests.list()) if (r.spec?.podName) enqueue(podKey(r.metadata!.namespace!, r.spec.podName));
+  };
+  const resync = setInterval(resyncAll, config.resyncSeconds * 1000);
+
+  const server = await startHealthServer({
+    port: config.metricsPort,
+    registry: metrics.registry,
+    notReadyReason: () => {
+      if (!pods.isSynced()) return 'pod watch not synced';
+      if (!requests.isSynced()) return 'request watch not synced';
+      return runtimes.notReadyReason();
+    },
+  });
+  await runtimes.start();
+  await Promise.all([pods.start(), requests.start()]);
+  resyncAll();
+  log.info('agent started', { metricsPort: config.metricsPort, runtimes: runtimes.prefixes() });
+
+  return {
+    async stop() {
+      clearInterval(resync);
+      queue?.stop();
+      pods.stop();
+      requests.stop();
+      runtimes.close();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

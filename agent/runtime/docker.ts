@@ -1,0 +1,245 @@
+// ContainerRuntime over the Docker Engine API (dockerode), for docker:// containers on nodes
+// without a CRI socket.
+import type { Duplex, Writable } from 'node:stream';
+import Docker from 'dockerode';
+import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
+import type { ContainerRuntime, ContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
+
+export interface DockerRuntimeOptions {
+  /** Deadline of quick calls (version, inspect, exec create/inspect). Default 10 s. */
+  callTimeoutMs?: number;
+  /** Added to the stop timeout for the stop request's deadline. Default 30 s. */
+  stopMarginMs?: number;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * Docker's RFC 3339 timestamps with up to nanosecond precision ("2024-05-01T10:00:00.123456789Z")
+ * to nanoseconds since the epoch. Go's zero time ("0001-01-01T00:00:00Z"), an empty string or
+ * anything before the epoch is 0n ("unset").
+ */
+export function parseRfc3339Nano(value: string | undefined): bigint {
+  if (!value) return 0n;
+  const m = RFC3339.exec(value);
+  if (!m) throw new RangeError(`not an RFC 3339 timestamp: ${JSON.stringify(value)}`);
+  const [, y, mo, d, h, mi, s, frac = '', zone = 'Z'] = m;
+  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
+  let ns = BigInt(ms) * 1_000_000n + BigInt(frac.padEnd(9, '0'));
+  if (zone.toUpperCase() !== 'Z') {
+    const sign = zone.startsWith('-') ? -1n : 1n;
+    const offsetMinutes = BigInt(Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
+    ns -= sign * offsetMinutes * 60_000_000_000n;
+  }
+  return ns > 0n ? ns : 0n;
+}
+
+function dockerState(status: string | undefined): ContainerState {
+  switch (status) {
+    case 'created':
+      return 'created';
+    case 'running':
+    case 'paused':
+    case 'restarting':
+      return 'running';
+    case 'exited':
+    case 'dead':
+      return 'exited';
+    default:
+      return 'unknown';
+  }
+}
+
+/** Reason as kubelet's Docker integration (cri-dockerd) gives it. */
+function dockerReason(state: Docker.ContainerInspectInfo['State'], kind: ContainerState): string | undefined {
+  if (kind !== 'exited') return undefined;
+  if (state.OOMKilled) return 'OOMKilled';
+  return state.ExitCode === 0 ? 'Completed' : 'Error';
+}
+
+export function fromDockerInspect(info: Docker.ContainerInspectInfo): RuntimeContainer {
+  const state = dockerState(info.State?.Status);
+  const container: RuntimeContainer = {
+    id: info.Id,
+    state,
+    startedAtNs: parseRfc3339Nano(info.State?.StartedAt),
+    finishedAtNs: state === 'exited' ? parseRfc3339Nano(info.State?.FinishedAt) : 0n,
+  };
+  if (state === 'exited') container.exitCode = info.State.ExitCode;
+  const reason = dockerReason(info.State, state);
+  if (reason) container.reason = reason;
+  return container;
+}
+
+class ExecTimeoutError extends Error {}
+
+interface DockerodeError extends Error {
+  statusCode?: number;
+  reason?: string;
+  json?: { message?: string } | string | null;
+}
+
+function detailOf(error: unknown): string {
+  const e = error as DockerodeError;
+  if (e?.json && typeof e.json === 'object' && e.json.message) return e.json.message;
+  if (typeof e?.json === 'string' && e.json) return e.json.trim();
+  return e?.message ?? String(error);
+}
+
+export class DockerRuntime implements ContainerRuntime {
+  readonly idPrefix = 'docker';
+  readonly socket: string;
+  readonly #docker: Docker;
+  readonly #callTimeoutMs: number;
+  readonly #stopMarginMs: number;
+
+  private constructor(socket: string, options: DockerRuntimeOptions) {
+    this.socket = socket;
+    this.#docker = new Docker({ socketPath: socket });
+    this.#callTimeoutMs = options.callTimeoutMs ?? 10_000;
+    this.#stopMarginMs = options.stopMarginMs ?? 30_000;
+  }
+
+  /** Connects and checks that a Docker Engine answers on the socket. */
+  static async connect(socket: string, options: DockerRuntimeOptions = {}): Promise<DockerRuntime> {
+    const runtime = new DockerRuntime(socket.replace(/^unix:\/\//, ''), options);
+    await runtime.version();
+    return runtime;
+  }
+
+  /** Runs one API call with a deadline, turning failures into RuntimeCallError. */
+  async #call<T>(
+    call: string,
+    timeoutMs: number,
+    containerId: string | undefined,
+    fn: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      return await fn(signal);
+    } catch (error) {
+      const e = error as DockerodeError;
+      const timedOut = signal.aborted || error instanceof ExecTimeoutError;
+      throw new RuntimeCallError({
+        protocol: 'Docker',
+        socket: this.socket,
+        call,
+        containerId,
+        code: e?.statusCode,
+        notFound: e?.statusCode === 404,
+        timedOut,
+        detail: signal.aborted ? `no answer within ${timeoutMs} ms` : detailOf(error),
+        cause: error,
+      });
+    }
+  }
+
+  async version(): Promise<RuntimeVersion> {
+    // dockerode's version() takes options (abortSignal) although its type declarations omit them.
+    const version = this.#docker.version as unknown as (options: { abortSignal: AbortSignal }) => Promise<Docker.DockerVersion>;
+    const v = await this.#call('GET /version', this.#callTimeoutMs, undefined, (abortSignal) =>
+      version.call(this.#docker, { abortSignal }),
+    );
+    return { runtimeName: 'docker', runtimeVersion: v.Version };
+  }
+
+  async status(id: string): Promise<RuntimeContainer | undefined> {
+    assertContainerId(id);
+    try {
+      const info = await this.#call('GET /containers/{id}/json', this.#callTimeoutMs, id, (abortSignal) =>
+        this.#docker.getContainer(id).inspect({ abortSignal }),
+      );
+      // Docker resolves ID prefixes and names: only the exact container is ours.
+      return info.Id === id ? fromDockerInspect(info) : undefined;
+    } catch (error) {
+      if (error instanceof RuntimeCallError && error.notFound) return undefined;
+      throw error;
+    }
+  }
+
+  async stop(id: string, timeoutSeconds: number): Promise<void> {
+    assertContainerId(id);
+    assertTimeout(`Docker stop for container ${id} on ${this.socket}`, timeoutSeconds, 0);
+    try {
+      await this.#call('POST /containers/{id}/stop', timeoutSeconds * 1000 + this.#stopMarginMs, id, (abortSignal) =>
+        this.#docker.getContainer(id).stop({ t: timeoutSeconds, abortSignal }),
+      );
+    } catch (error) {
+      // 304: already stopped. CRI's StopContainer is idempotent; be the same.
+      if (error instanceof RuntimeCallError && error.code === 304) return;
+      throw error;
+    }
+  }
+
+  async exec(id: string, command: string[], timeoutSeconds: number): Promise<ExecResult> {
+    assertContainerId(id);
+    assertTimeout(`Docker exec for container ${id} on ${this.socket}`, timeoutSeconds, 1);
+    if (command.length === 0) throw new TypeError(`Docker exec for container ${id}: empty command`);
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    const container = this.#docker.getContainer(id);
+    const exec = await this.#call('POST /containers/{id}/exec', this.#callTimeoutMs, id, (abortSignal) =>
+      container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false, abortSignal }),
+    );
+    const output = await this.#call('POST /exec/{id}/start', timeoutSeconds * 1000 + this.#callTimeoutMs, id, async (abortSignal) => {
+      const stream = (await exec.start({ hijack: true, stdin: false, abortSignal })) as Duplex;
+      return this.#collect(stream, deadline, timeoutSeconds);
+    });
+    // The stream ends when the process exits; the exit code is set a moment later.
+    for (;;) {
+      const info = await this.#call('GET /exec/{id}/json', this.#callTimeoutMs, id, (abortSignal) =>
+        exec.inspect({ abortSignal }),
+      );
+      if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
+        return { exitCode: info.ExitCode, ...output };
+      }
+      if (Date.now() > deadline) {
+        throw new RuntimeCallError({
+          protocol: 'Docker',
+          socket: this.socket,
+          call: 'GET /exec/{id}/json',
+          containerId: id,
+          timedOut: true,
+          detail: `exec ${JSON.stringify(command)} still running after ${timeoutSeconds} s`,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** Demultiplexes an exec stream into stdout and stderr until it ends or the deadline passes. */
+  #collect(stream: Duplex, deadline: number, timeoutSeconds: number): Promise<{ stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      // demuxStream only calls write(); collecting synchronously keeps every chunk before 'end'.
+      const sink = (chunks: Buffer[]) => ({ write: (chunk: Buffer) => chunks.push(chunk) }) as unknown as Writable;
+      let done = false;
+      const finish = (error?: Error) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (error) {
+          reject(error);
+        } else {
+          resolve({ stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+        }
+      };
+      const timer = setTimeout(
+        () => {
+          // The Engine API cannot kill an exec'd process: it may keep running in the container.
+          finish(new ExecTimeoutError(`timed out after ${timeoutSeconds} s (the process may still run in the container)`));
+          stream.destroy();
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      this.#docker.modem.demuxStream(stream, sink(out), sink(err));
+      stream.on('end', () => finish());
+      stream.on('close', () => finish());
+      stream.on('error', (error) => finish(error));
+    });
+  }
+
+  close(): void {
+    // dockerode keeps no connection open between calls.
+  }
+}

@@ -1,0 +1,30 @@
+// sidecar-terminator: one program, two roles. `agent` runs on every node (DaemonSet);
+// `controller` runs in the cluster (Deployment).
+import { parseAgentConfig } from './agent/config.ts';
+import { runAgent } from './agent/main.ts';
+import { discoverRuntimes } from './agent/runtime/discover.ts';
+
+const USAGE = 'usage: sidecar-terminator agent|controller [flags] (--help for the flags of each)';
+
+async function main(argv: string[]): Promise<void> {
+  const [role, ...args] = argv;
+  let stop: () => Promise<void>;
+  if (role === 'agent') {
+    const config = parseAgentConfig(args, process.env);
+    const agent = await runAgent(config, async () =>
+      (await discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket })).runtimes.slice());
+    stop = agent.stop;
+  } else {
+    throw new Error(USAGE);
+  }
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      stop().finally(() => process.exit(0));
+    });
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exit(2);
+});
