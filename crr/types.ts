@@ -10,6 +10,8 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const LABEL_NODE_NAME = 'crr.sidecar-terminator.dev/node-name';
 export const LABEL_POD_UID = 'crr.sidecar-terminator.dev/pod-uid';
 export const LABEL_ACTIVE = 'crr.sidecar-terminator.dev/active';
+/** Set on the requests the sidecar terminator creates itself. */
+export const LABEL_CREATED_BY = 'crr.sidecar-terminator.dev/created-by';
 /** Readiness gate / condition type used for `unreadyGracePeriodSeconds`. */
 export const READINESS_CONDITION = 'sidecar-terminator.dev/ready';
 /** Finalizer that keeps the request until the Pod's readiness has been restored. */

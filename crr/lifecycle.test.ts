@@ -1,0 +1,107 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
+import { decideLifecycle, decideReadiness } from './lifecycle.ts';
+import type { ContainerRecreateRequest, CRRStatus } from './types.ts';
+
+const NOW = Date.parse('2026-01-01T00:10:00Z');
+const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
+
+function pod(over: { phase?: string; nodeName?: string; uid?: string; noID?: boolean } = {}): V1Pod {
+  return {
+    metadata: { name: 'p', namespace: 'ns', uid: over.uid ?? 'u1' },
+    spec: { nodeName: over.nodeName ?? 'node-a', containers: [{ name: 'main' }, { name: 'proxy' }] },
+    status: {
+      phase: over.phase ?? 'Running',
+      containerStatuses: [
+        { name: 'main', image: 'i', imageID: '', ready: false, restartCount: 0, containerID: 'containerd://m' },
+        { name: 'proxy', image: 'i', imageID: '', ready: true, restartCount: 2, containerID: over.noID ? undefined : 'containerd://p' },
+      ],
+    },
+  };
+}
+
+interface CrrOver { labels?: Record<string, string>; containers?: string[]; status?: CRRStatus; created?: string; deadline?: number; ttl?: number }
+function crr(over: CrrOver = {}): ContainerRecreateRequest {
+  return {
+    apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest',
+    metadata: { name: 'r', namespace: 'ns', creationTimestamp: over.created ?? ago(5), labels: over.labels },
+    spec: { podName: 'p', containers: (over.containers ?? ['proxy']).map((name) => ({ name })), activeDeadlineSeconds: over.deadline, ttlSecondsAfterFinished: over.ttl },
+    status: over.status,
+  };
+}
+const admitted = { 'crr.sidecar-terminator.dev/node-name': 'node-a', 'crr.sidecar-terminator.dev/pod-uid': 'u1', 'crr.sidecar-terminator.dev/active': 'true' };
+
+describe('decideLifecycle', () => {
+  const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; kind: string; message?: RegExp; requeue?: number }[] = [
+    { name: 'admits: labels the request and fills statusContext from the Pod', crr: crr(), pod: pod(), kind: 'admit' },
+    { name: 'no such Pod', crr: crr(), kind: 'complete', message: /Pod p not found in namespace ns/ },
+    { name: 'Pod not on a node yet', crr: crr(), pod: pod({ nodeName: '' }), kind: 'complete', message: /not scheduled/ },
+    { name: 'unknown container', crr: crr({ containers: ['nope'] }), pod: pod(), kind: 'complete', message: /no container nope/ },
+    { name: 'container without an ID', crr: crr(), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
+    { name: 'finished Pod, request not ours', crr: crr(), pod: pod({ phase: 'Succeeded' }), kind: 'complete', message: /already finished/ },
+    { name: 'finished Pod, request from the sidecar terminator', crr: crr({ labels: { 'crr.sidecar-terminator.dev/created-by': 'sidecar-terminator' } }), pod: pod({ phase: 'Succeeded' }), kind: 'admit' },
+    { name: 'a preset node label that does not match', crr: crr({ labels: { 'crr.sidecar-terminator.dev/node-name': 'node-z' } }), pod: pod(), kind: 'complete', message: /does not match/ },
+    { name: 'admitted, Pod gone', crr: crr({ labels: admitted }), kind: 'complete', message: /no longer exists/ },
+    { name: 'admitted, Pod recreated with another uid', crr: crr({ labels: admitted }), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
+    { name: 'admitted, deadline passed', crr: crr({ labels: admitted, deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
+    { name: 'admitted, deadline ahead: looked at again then', crr: crr({ labels: admitted, deadline: 30, status: { phase: 'Recreating' } }), pod: pod(), kind: 'none', requeue: 25_001 },
+    { name: 'no agent picked it up within a minute', crr: crr({ labels: admitted, created: ago(61) }), pod: pod(), kind: 'complete', message: /no agent on node node-a/ },
+    { name: 'not yet picked up, within the minute', crr: crr({ labels: admitted }), pod: pod(), kind: 'none', requeue: 55_001 },
+    { name: 'completed and still active: remove the label', crr: crr({ labels: admitted, status: { phase: 'Completed', completionTime: ago(1) } }), pod: pod(), kind: 'deactivate' },
+    { name: 'completed, TTL ahead', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(4) } }), kind: 'none', requeue: 6_001 },
+    { name: 'completed, TTL passed: delete', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'delete' },
+    { name: 'completed, no TTL: kept', crr: crr({ status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'none' },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const action = decideLifecycle(c.crr, c.pod, NOW);
+      assert.equal(action.kind, c.kind);
+      if (c.message) assert.match((action as { message: string }).message, c.message);
+      if (c.requeue !== undefined) assert.equal((action as { requeueAfterMs?: number }).requeueAfterMs, c.requeue);
+    });
+  }
+
+  it('admission sets the node, uid and active labels and keeps a given statusContext', () => {
+    const given = crr();
+    given.spec.containers = [{ name: 'proxy', statusContext: { containerID: 'containerd://given', restartCount: 0 } }, { name: 'main' }];
+    const action = decideLifecycle(given, pod(), NOW);
+    assert.equal(action.kind, 'admit');
+    if (action.kind !== 'admit') return;
+    assert.deepEqual(action.labels, admitted);
+    assert.deepEqual(action.containers.map((c) => c.statusContext), [
+      { containerID: 'containerd://given', restartCount: 0 },
+      { containerID: 'containerd://m', restartCount: 0 },
+    ]);
+  });
+});
+
+describe('decideReadiness', () => {
+  const withGate = (status?: string): V1Pod => {
+    const p = pod();
+    if (status) p.status!.conditions = [{ type: 'sidecar-terminator.dev/ready', status }];
+    return p;
+  };
+  const fin = ['sidecar-terminator.dev/restore-readiness'];
+  const active = (finalizers?: string[], status?: CRRStatus): ContainerRecreateRequest => {
+    const r = crr({ labels: admitted, status });
+    r.spec.strategy = { unreadyGracePeriodSeconds: 5 };
+    r.metadata.finalizers = finalizers;
+    return r;
+  };
+  const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; want: object }[] = [
+    { name: 'no unready grace: nothing', crr: crr({ labels: admitted }), pod: withGate(), want: { kind: 'none' } },
+    { name: 'finalizer first', crr: active(), pod: withGate(), want: { kind: 'addFinalizer' } },
+    { name: 'then the Pod is marked not-ready', crr: active(fin), pod: withGate('True'), want: { kind: 'setPodReady', ready: false } },
+    { name: 'already not-ready: nothing', crr: active(fin), pod: withGate('False'), want: { kind: 'none' } },
+    { name: 'completed: ready again', crr: active(fin, { phase: 'Completed' }), pod: withGate('False'), want: { kind: 'setPodReady', ready: true } },
+    { name: 'completed and ready: finalizer off', crr: active(fin, { phase: 'Completed' }), pod: withGate('True'), want: { kind: 'removeFinalizer' } },
+    { name: 'completed, Pod gone: finalizer off', crr: active(fin, { phase: 'Completed' }), want: { kind: 'removeFinalizer' } },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(decideReadiness(c.crr, c.pod), c.want));
+  it('a request deleted while running restores readiness', () => {
+    const r = active(fin);
+    r.metadata.deletionTimestamp = ago(0);
+    assert.deepEqual(decideReadiness(r, withGate('False')), { kind: 'setPodReady', ready: true });
+  });
+});
