@@ -3,6 +3,8 @@
 import { parseAgentConfig } from './agent/config.ts';
 import { runAgent } from './agent/main.ts';
 import { discoverRuntimes } from './agent/runtime/discover.ts';
+import { parseControllerConfig } from './crr/config.ts';
+import { runController } from './crr/main.ts';
 
 const USAGE = 'usage: sidecar-terminator agent|controller [flags] (--help for the flags of each)';
 
@@ -14,6 +16,8 @@ async function main(argv: string[]): Promise<void> {
     const agent = await runAgent(config, async () =>
       (await discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket })).runtimes.slice());
     stop = agent.stop;
+  } else if (role === 'controller') {
+    stop = (await runController(parseControllerConfig(args, process.env))).stop;
   } else {
     throw new Error(USAGE);
   }

@@ -1,0 +1,47 @@
+// The cluster controller's figures, on its /metrics.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createControllerMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    isLeader: new Gauge({ name: 'sidecar_terminator_controller_is_leader', help: '1 while this replica is the leader.', registers: [registry] }),
+    requestActions: new Counter({
+      name: 'sidecar_terminator_controller_request_actions_total',
+      help: 'Actions on ContainerRecreateRequests (admit, complete, deactivate, delete).',
+      labelNames: ['action'] as const,
+      registers: [registry],
+    }),
+    decisions: new Counter({
+      name: 'sidecar_terminator_controller_decisions_total',
+      help: 'Decisions about Job Pods with sidecars, by outcome.',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    requestsCreated: new Counter({ name: 'sidecar_terminator_controller_requests_created_total', help: 'Requests created to stop sidecars.', registers: [registry] }),
+    retries: new Counter({ name: 'sidecar_terminator_controller_retries_total', help: 'Further requests created because a sidecar was still running after the previous one.', registers: [registry] }),
+    imagePatches: new Counter({ name: 'sidecar_terminator_controller_image_patches_total', help: 'Pods whose sidecar images were swapped on virtual nodes.', registers: [registry] }),
+    phasePatches: new Counter({
+      name: 'sidecar_terminator_controller_phase_patches_total',
+      help: 'Pod phases set by the controller, by phase.',
+      labelNames: ['phase'] as const,
+      registers: [registry],
+    }),
+    actionLatency: new Histogram({
+      name: 'sidecar_terminator_controller_action_latency_seconds',
+      help: 'Time from the Pod update that made its main containers done to the action taken.',
+      labelNames: ['action'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    watchRestarts: new Counter({
+      name: 'sidecar_terminator_controller_watch_restarts_total',
+      help: 'Watches restarted after an error, by resource.',
+      labelNames: ['resource'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type ControllerMetrics = ReturnType<typeof createControllerMetrics>;
