@@ -1,0 +1,157 @@
+// ContainerRecreateRequests end to end: the agent and the controller against the real
+// kube-apiserver, kubelet and containerd of the local cluster.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ContainerRecreateRequest, CRRSpec } from '../crr/types.ts';
+import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
+import { apiStatus, clients, clusterEnv } from './support/cluster.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import type { Process } from './support/project.ts';
+import { installAPI, kubectl, scrape, startAgent, startController } from './support/project.ts';
+import { waitFor } from './support/wait.ts';
+
+const { core, kc } = clients();
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+let namespace: string;
+let agent: Process;
+let controller: Process;
+
+function loopPod(name: string, restartPolicy: 'Always' | 'Never', onTerm: string): V1Pod {
+  return {
+    metadata: { name },
+    spec: {
+      nodeName: clusterEnv().nodeName,
+      restartPolicy,
+      terminationGracePeriodSeconds: 30,
+      containers: [{
+        name: 'worker',
+        image: 'sidecar-terminator.local/busybox:1',
+        imagePullPolicy: 'Never',
+        command: ['sh', '-c', `${onTerm}; while true; do sleep 1; done`],
+      }],
+    },
+  };
+}
+
+async function runningPod(pod: V1Pod): Promise<V1Pod> {
+  await core.createNamespacedPod({ namespace, body: pod });
+  return waitFor(async () => {
+    const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+    return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+  }, { description: `Pod ${pod.metadata!.name} running`, timeoutMs: 60_000 });
+}
+
+async function createRequest(name: string, spec: CRRSpec): Promise<void> {
+  await custom.createNamespacedCustomObject({
+    group: GROUP, version: VERSION, plural: PLURAL, namespace,
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest', metadata: { name }, spec },
+  });
+}
+
+async function readRequest(name: string): Promise<ContainerRecreateRequest | undefined> {
+  try {
+    return (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name })) as ContainerRecreateRequest;
+  } catch (err) {
+    if (apiStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+function completed(name: string, timeoutMs = 60_000): Promise<ContainerRecreateRequest> {
+  return waitFor(async () => {
+    const r = await readRequest(name);
+    return r?.status?.phase === 'Completed' ? r : undefined;
+  }, { description: `request ${name} Completed`, timeoutMs });
+}
+
+async function podEvents(pod: string): Promise<string[]> {
+  const list = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${pod}` });
+  return list.items.map((e) => `${e.reason}: ${e.message}`);
+}
+
+describe('ContainerRecreateRequest on the local cluster', () => {
+  before(async () => {
+    installAPI();
+    namespace = await createTestNamespace(core, 'crr');
+    controller = await startController();
+    agent = await startAgent();
+  });
+  after(async () => {
+    await agent?.stop();
+    await controller?.stop();
+    if (namespace) await deleteTestNamespace(core, namespace);
+  });
+
+  it('restarts a container of a restartPolicy Always Pod in place, then deletes the request after its TTL', async () => {
+    const pod = await runningPod(loopPod('always', 'Always', "trap 'exit 0' TERM"));
+    const created = Date.now();
+    await createRequest('restart-always', { podName: 'always', containers: [{ name: 'worker' }], ttlSecondsAfterFinished: 3 });
+    const done = await completed('restart-always');
+    const state = done.status?.containerRecreateStates?.[0];
+    assert.equal(state?.phase, 'Succeeded', JSON.stringify(done.status));
+    assert.equal(state?.isKilled, true);
+    assert.equal(done.metadata.labels?.['crr.sidecar-terminator.dev/node-name'], clusterEnv().nodeName);
+    assert.equal(done.spec.containers[0]?.statusContext?.containerID, pod.status?.containerStatuses?.[0]?.containerID);
+    const after = await core.readNamespacedPod({ namespace, name: 'always' });
+    assert.equal(after.status?.containerStatuses?.[0]?.restartCount, 1);
+    console.log(`# request created → Completed (restarted, running again): ${Date.now() - created} ms`);
+    assert.ok((await podEvents('always')).some((e) => e.startsWith('Killing: Stopping container worker')));
+    await waitFor(async () => (await readRequest('restart-always')) === undefined, { description: 'request deleted after its TTL', timeoutMs: 30_000 });
+  });
+
+  it('stops a container of a restartPolicy Never Pod and records its exit code', async () => {
+    await runningPod(loopPod('never', 'Never', "trap 'exit 7' TERM"));
+    const created = Date.now();
+    await createRequest('stop-never', { podName: 'never', containers: [{ name: 'worker' }] });
+    const done = await completed('stop-never');
+    const elapsed = Date.now() - created;
+    const state = done.status?.containerRecreateStates?.[0];
+    assert.deepEqual({ phase: state?.phase, exitCode: state?.exitCode, isKilled: state?.isKilled }, { phase: 'Succeeded', exitCode: 7, isKilled: true });
+    const pod = await core.readNamespacedPod({ namespace, name: 'never' });
+    assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
+    const metrics = await scrape(agent);
+    assert.match(metrics, /sidecar_terminator_agent_requests_completed_total\{outcome="succeeded"\} [1-9]/);
+    console.log(`# request created → container exited, request Completed: ${elapsed} ms`);
+  });
+
+  it('completes a request for a container the Pod does not have, with a message', async () => {
+    await runningPod(loopPod('missing', 'Always', "trap 'exit 0' TERM"));
+    await createRequest('missing-container', { podName: 'missing', containers: [{ name: 'nope' }] });
+    const done = await completed('missing-container');
+    assert.match(done.status?.message ?? '', /has no container nope/);
+    const pod = await core.readNamespacedPod({ namespace, name: 'missing' });
+    assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
+  });
+
+  it('completes a request for a Pod that does not exist, with a message', async () => {
+    await createRequest('no-pod', { podName: 'ghost', containers: [{ name: 'worker' }] });
+    const done = await completed('no-pod');
+    assert.match(done.status?.message ?? '', /Pod ghost not found/);
+  });
+
+  it('rejects a malformed request and changes to an immutable spec', async () => {
+    await assert.rejects(createRequest('bad-deadline', { podName: 'x', containers: [{ name: 'a' }], activeDeadlineSeconds: 1 }), /activeDeadlineSeconds/);
+    await assert.rejects(createRequest('no-containers', { podName: 'x', containers: [] }), /containers/);
+    await createRequest('immutable', { podName: 'ghost2', containers: [{ name: 'a' }] });
+    const patch = () => kubectl('-n', namespace, 'patch', 'crr', 'immutable', '--type=merge', '-p', '{"spec":{"podName":"other"}}');
+    assert.throws(patch, /spec.podName is immutable/);
+  });
+
+  it('finishes a request after the agent is killed in the middle of it, restarting the container once', async () => {
+    // The container ignores SIGTERM, so the stop lasts the whole grace period: the agent dies in it.
+    await runningPod(loopPod('crash', 'Always', "trap '' TERM"));
+    await createRequest('agent-crash', { podName: 'crash', containers: [{ name: 'worker' }], strategy: { terminationGracePeriodSeconds: 8 } });
+    await waitFor(async () => (await readRequest('agent-crash'))?.status?.containerRecreateStates?.[0]?.isKilled, { description: 'stop under way (isKilled recorded)' });
+    await agent.kill();
+    agent = await startAgent('agent-restarted');
+    const done = await completed('agent-crash', 90_000);
+    assert.equal(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(done.status));
+    // Let a wrongly repeated stop show itself before counting restarts.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const pod = await core.readNamespacedPod({ namespace, name: 'crash' });
+    assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 1);
+    assert.equal(pod.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 137);
+  });
+});
