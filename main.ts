@@ -6,6 +6,7 @@ import { discoverRuntimes } from './agent/runtime/discover.ts';
 import { parseControllerConfig } from './crr/config.ts';
 import { runController } from './crr/main.ts';
 
+const SHUTDOWN_TIMEOUT_MS = 5_000;
 const USAGE = 'usage: sidecar-terminator agent|controller [flags] (--help for the flags of each)';
 
 async function main(argv: string[]): Promise<void> {
@@ -23,6 +24,8 @@ async function main(argv: string[]): Promise<void> {
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
+      // A leader releases its Lease on the way out; never let a slow API hold the exit up for long.
+      setTimeout(() => process.exit(0), SHUTDOWN_TIMEOUT_MS).unref();
       stop().finally(() => process.exit(0));
     });
   }

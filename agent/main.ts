@@ -7,9 +7,12 @@ import { startHealthServer } from '../common/http.ts';
 import { loadKubeConfig } from '../common/kubeconfig.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import { WatchCache } from '../common/watch-cache.ts';
+import type { ListPage } from '../common/informer.ts';
+import { ProjectingInformer } from '../common/informer.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
+import type { AgentPod } from './pod.ts';
+import { projectAgentPod } from './pod.ts';
 import { Reconciler, podKey } from './reconciler.ts';
 import type { RuntimeDiscovery } from './runtimes.ts';
 import { RuntimeRegistry } from './runtimes.ts';
@@ -23,42 +26,46 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const kc = loadKubeConfig(config.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  let queue: WorkQueue | undefined;
-  const metrics = createAgentMetrics(() => queue?.depth() ?? 0);
+  const metrics = createAgentMetrics(() => queue.depth());
   const runtimes = new RuntimeRegistry(discover, log);
 
-  const enqueue = (key: string) => queue?.add(key);
-  const requests: WatchCache<ContainerRecreateRequest> = new WatchCache<ContainerRecreateRequest>({
+  // Callbacks below run only after start(), when the queue exists.
+  const enqueue = (key: string) => queue.add(key);
+  const requestSelector = `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`;
+  const requests = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
     kubeConfig: kc,
     path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-    labelSelector: `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`,
-    list: async () => (await custom.listClusterCustomObject({
-      group: GROUP, version: VERSION, plural: PLURAL,
-      labelSelector: `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`,
-    })) as { items: ContainerRecreateRequest[] },
-    log,
-    onChange: (r) => r.spec?.podName && enqueue(podKey(r.metadata!.namespace!, r.spec.podName)),
+    labelSelector: requestSelector,
+    listPage: async (token, limit) => (await custom.listClusterCustomObject({
+      group: GROUP, version: VERSION, plural: PLURAL, labelSelector: requestSelector, limit, _continue: token,
+    })) as ListPage<ContainerRecreateRequest>,
+    project: (r) => r,
+    onChange: (_key, r) => r?.spec?.podName && enqueue(podKey(r.metadata.namespace!, r.spec.podName)),
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+    log,
   });
   const hasRequests = (namespace: string, name: string) => requests.list(namespace).some((r) => r.spec?.podName === name);
-  const pods = new WatchCache<k8s.V1Pod>({
+  const podSelector = `spec.nodeName=${config.nodeName}`;
+  // Only the compact AgentPod of each Pod on this node is kept.
+  const pods = new ProjectingInformer<k8s.V1Pod, AgentPod>({
     kubeConfig: kc,
     path: '/api/v1/pods',
-    fieldSelector: `spec.nodeName=${config.nodeName}`,
-    list: () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${config.nodeName}` }),
-    log,
-    onChange: (p) => {
-      const { namespace, name } = p.metadata ?? {};
-      if (namespace && name && hasRequests(namespace, name)) enqueue(podKey(namespace, name));
+    fieldSelector: podSelector,
+    listPage: (token, limit) => core.listPodForAllNamespaces({ fieldSelector: podSelector, limit, _continue: token }),
+    project: projectAgentPod,
+    onChange: (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      if (hasRequests(namespace, name)) enqueue(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+    log,
   });
 
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
     core,
     custom,
-    cachedPod: (namespace, name) => pods.get(name, namespace),
+    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`),
     cachedRequests: (namespace) => requests.list(namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     events: new EventRecorder(core, 'sidecar-terminator-agent', log, config.nodeName),
@@ -66,7 +73,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     log,
     requeue: enqueue,
   });
-  queue = new WorkQueue({
+  const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
     handler: (key) => reconciler.reconcile(key),
     onError: (key, err, retryInMs) => log.warn('reconcile failed, retrying', { pod: key, error: errorMessage(err), retryInMs }),
@@ -87,14 +94,15 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     },
   });
   await runtimes.start();
-  await Promise.all([pods.start(), requests.start()]);
+  pods.start();
+  requests.start();
   resyncAll();
   log.info('agent started', { metricsPort: config.metricsPort, runtimes: runtimes.prefixes() });
 
   return {
     async stop() {
       clearInterval(resync);
-      queue?.stop();
+      queue.stop();
       pods.stop();
       requests.stop();
       runtimes.close();

@@ -3,7 +3,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
-import { GROUP, PLURAL, VERSION, isCompleted } from '../crr/types.ts';
+import { GROUP, LABEL_POD_UID, PLURAL, VERSION, isCompleted } from '../crr/types.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
@@ -21,7 +21,7 @@ export interface ReconcilerDeps {
   core: k8s.CoreV1Api;
   custom: k8s.CustomObjectsApi;
   /** The cached Pod on this node, if the watch has it. */
-  cachedPod: (namespace: string, name: string) => k8s.V1Pod | undefined;
+  cachedPod: (namespace: string, name: string) => AgentPod | undefined;
   /** Active requests for this node in a namespace, from the watch cache. */
   cachedRequests: (namespace: string) => ContainerRecreateRequest[];
   /** The runtime serving a container ID prefix ("containerd", "cri-o", "docker"). */
@@ -85,9 +85,9 @@ export class Reconciler {
 
   /** The Pod from the cache, or from the API when the cache does not have the one the request is for. */
   private async loadPod(namespace: string, name: string, request: ContainerRecreateRequest): Promise<AgentPod | undefined> {
-    const wantedUid = request.metadata.labels?.['crr.sidecar-terminator.dev/pod-uid'];
+    const wantedUid = request.metadata.labels?.[LABEL_POD_UID];
     const cached = this.deps.cachedPod(namespace, name);
-    if (cached && (!wantedUid || cached.metadata?.uid === wantedUid)) return projectAgentPod(cached);
+    if (cached && (!wantedUid || cached.uid === wantedUid)) return cached;
     try {
       return projectAgentPod(await this.deps.core.readNamespacedPod({ namespace, name }));
     } catch (err) {

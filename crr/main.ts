@@ -9,7 +9,8 @@ import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import { WatchCache } from '../common/watch-cache.ts';
+import type { ListPage } from '../common/informer.ts';
+import { ProjectingInformer } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
@@ -70,35 +71,34 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
 function startRequestsLoop(kc: k8s.KubeConfig, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  let queue: WorkQueue | undefined;
-  const keyOf = (r: ContainerRecreateRequest) => `${r.metadata.namespace}/${r.metadata.name}`;
-  const cache: WatchCache<ContainerRecreateRequest> = new WatchCache<ContainerRecreateRequest>({
+  const cache = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
     kubeConfig: kc,
     path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-    list: async () => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: ContainerRecreateRequest[] },
-    log,
-    onChange: (r, event) => event !== 'delete' && queue?.add(keyOf(r)),
+    listPage: async (token, limit) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, limit, _continue: token })) as ListPage<ContainerRecreateRequest>,
+    project: (r) => r,
+    onChange: (key, r) => r && queue.add(key),
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+    log,
   });
   const controller = new RequestsController({
     core, custom, log,
-    cachedRequest: (namespace, name) => cache.get(name, namespace),
+    cachedRequest: (namespace, name) => cache.get(`${namespace}/${name}`),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
-  queue = new WorkQueue({
+  const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
     handler: (key) => controller.reconcile(key),
     onError: (key, err, retryInMs) => log.warn('request reconcile failed, retrying', { request: key, error: errorMessage(err), retryInMs }),
   });
   const resync = setInterval(() => {
-    for (const r of cache.list()) queue?.add(keyOf(r));
+    for (const key of cache.keys()) queue.add(key);
   }, config.resyncSeconds * 1000);
-  void cache.start();
+  cache.start();
   return {
     synced: () => cache.isSynced(),
     stop: () => {
       clearInterval(resync);
-      queue?.stop();
+      queue.stop();
       cache.stop();
     },
   };

@@ -211,7 +211,7 @@ export class CriClient {
     return new Promise((resolve, reject) => {
       fn.call(this.#client, request, new grpc.Metadata(), { deadline }, (error, response) => {
         if (error) {
-          reject(this.#wrap(method, error, options));
+          reject(this.#wrap(method, error, options, Date.now() >= deadline.getTime()));
         } else {
           resolve(response as CriMethods[M][1]);
         }
@@ -219,9 +219,10 @@ export class CriClient {
     });
   }
 
-  #wrap(method: string, error: grpc.ServiceError, options: CallOptions): RuntimeCallError {
+  #wrap(method: string, error: grpc.ServiceError, options: CallOptions, pastDeadline: boolean): RuntimeCallError {
     const codeName = grpc.status[error.code] ?? String(error.code);
     const details = error.details || error.message;
+    // DEADLINE_EXCEEDED is also what a runtime answers when its own timeout (e.g. ExecSync's) runs out.
     const timedOut = error.code === grpc.status.DEADLINE_EXCEEDED;
     return new RuntimeCallError({
       protocol: 'CRI',
@@ -232,7 +233,7 @@ export class CriClient {
       // containerd and CRI-O answer NOT_FOUND; cri-dockerd passes Docker's "No such container" on.
       notFound: error.code === grpc.status.NOT_FOUND || /no such container/i.test(details),
       timedOut,
-      detail: timedOut ? `no answer within ${options.timeoutMs} ms (${details})` : details,
+      detail: timedOut && pastDeadline ? `no answer within ${options.timeoutMs} ms (${details})` : details,
       cause: error,
     });
   }

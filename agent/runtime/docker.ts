@@ -218,6 +218,7 @@ export class DockerRuntime implements ContainerRuntime {
         if (done) return;
         done = true;
         clearTimeout(timer);
+        stream.destroy();
         if (error) {
           reject(error);
         } else {
@@ -228,7 +229,6 @@ export class DockerRuntime implements ContainerRuntime {
         () => {
           // The Engine API cannot kill an exec'd process: it may keep running in the container.
           finish(new ExecTimeoutError(`timed out after ${timeoutSeconds} s (the process may still run in the container)`));
-          stream.destroy();
         },
         Math.max(0, deadline - Date.now()),
       );

@@ -29,13 +29,14 @@ export interface Process {
   kill(): Promise<void>;
 }
 
-let nextPort = 19440;
+// Ports per test process, so two suites on one machine do not collide.
+let nextPort = 20000 + (process.pid % 1000) * 8;
 
 /** Starts `main.ts <role> ...args` with logs in the cluster's log dir, and waits for /readyz. */
-export async function startProcess(role: 'agent' | 'controller', args: string[], label = role): Promise<Process> {
+export async function startProcess(role: 'agent' | 'controller', args: string[], label: string = role): Promise<Process> {
   const env = clusterEnv();
   const port = nextPort++;
-  const logPath = join(env.logsDir, `${label}-${port}.log`);
+  const logPath = join(env.logsDir, `${label}-${process.pid}-${port}.log`);
   const out = openSync(logPath, 'a');
   const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'main.ts'), role, '--kubeconfig', env.kubeconfig, '--metrics-port', String(port), ...args], {
     stdio: ['ignore', out, out],

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { CRI_SOCKETS, discoverRuntimes, parseContainerId, Runtimes } from './discover.ts';
+import type { ContainerRuntime } from './types.ts';
+
+describe('parseContainerId', () => {
+  it('splits runtime and ID', () => {
+    assert.deepEqual(parseContainerId('containerd://abc123'), { prefix: 'containerd', id: 'abc123' });
+    assert.deepEqual(parseContainerId('cri-o://abc123'), { prefix: 'cri-o', id: 'abc123' });
+  });
+  it('refuses IDs without a runtime', () => {
+    assert.throws(() => parseContainerId('abc123'), /expected "<runtime>:\/\/<id>"/);
+    assert.throws(() => parseContainerId('docker://'), /expected/);
+  });
+});
+
+describe('Runtimes.forContainer', () => {
+  const fake = (idPrefix: string) => ({ idPrefix, socket: `/run/${idPrefix}.sock` }) as unknown as ContainerRuntime;
+  const runtimes = new Runtimes([fake('containerd'), fake('docker')]);
+  it('picks the runtime by prefix', () => {
+    assert.equal(runtimes.forContainer('docker://x').runtime.idPrefix, 'docker');
+    assert.equal(runtimes.forContainer('containerd://x').id, 'x');
+  });
+  it('says which runtimes the node has when none matches', () => {
+    assert.throws(
+      () => runtimes.forContainer('cri-o://x'),
+      /runtime "cri-o" is not on this node \(found: containerd \(\/run\/containerd.sock\), docker \(\/run\/docker.sock\)\)/,
+    );
+  });
+});
+
+describe('discoverRuntimes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'st-discover-'));
+  const servers: Server[] = [];
+  after(async () => {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A unix socket that accepts and hangs up: speaks neither CRI nor the Docker API. */
+  async function mute(path: string): Promise<void> {
+    const server = createServer((conn) => conn.destroy());
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+  }
+
+  it('lists the socket paths of crr.md in order', () => {
+    assert.deepEqual(CRI_SOCKETS, [
+      'containerd/containerd.sock',
+      'containerd.sock',
+      'crio/crio.sock',
+      'crio.sock',
+      'cri-dockerd.sock',
+      'cri-dockerd/cri-dockerd.sock',
+    ]);
+  });
+
+  it('fails clearly when there is no runtime', async () => {
+    const empty = join(dir, 'empty');
+    mkdirSync(empty);
+    writeFileSync(join(empty, 'containerd.sock'), 'not a socket');
+    await assert.rejects(discoverRuntimes({ hostRunDir: empty }), /no container runtime found under .*empty \(looked for containerd\/containerd.sock, /);
+  });
+
+  it('names sockets that do not answer and why', async () => {
+    const run = join(dir, 'run');
+    mkdirSync(join(run, 'crio'), { recursive: true });
+    await mute(join(run, 'crio', 'crio.sock'));
+    await mute(join(run, 'docker.sock'));
+    await assert.rejects(
+      discoverRuntimes({ hostRunDir: run, cri: { callTimeoutMs: 3_000 }, docker: { callTimeoutMs: 3_000 } }),
+      (error: Error) => {
+        assert.match(error.message, /crio\/crio.sock: CRI Version on .*crio\.sock failed \[UNAVAILABLE\]/);
+        assert.match(error.message, /docker.sock: Docker GET \/version on .*docker\.sock failed/);
+        return true;
+      },
+    );
+  });
+
+  it('fails clearly for an explicit socket that is missing or mute', async () => {
+    await assert.rejects(discoverRuntimes({ socket: join(dir, 'nope.sock') }), /nope.sock \(from the flag\) does not exist or is not a socket/);
+    const path = join(dir, 'mute.sock');
+    await mute(path);
+    await assert.rejects(
+      discoverRuntimes({ socket: `unix://${path}`, cri: { callTimeoutMs: 3_000 }, docker: { callTimeoutMs: 3_000 } }),
+      /mute.sock \(from the flag\) answers neither CRI runtime.v1 nor the Docker Engine API: CRI Version .* Docker GET \/version/,
+    );
+  });
+});

@@ -1,0 +1,38 @@
+// Names shared by the sidecar terminator's rules, its I/O layer and its tests: one place, no typos.
+
+/** `true` (any case): the container is a sidecar stopped through a ContainerRecreateRequest on real nodes. */
+export const ENV_TERMINATE_WHEN_JOB_EXIT = 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT';
+/** A non-empty image: the container's image is swapped for it on virtual nodes. */
+export const ENV_TERMINATE_WITH_IMAGE = 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE';
+/** `true` (any case), only together with ENV_TERMINATE_WHEN_JOB_EXIT: its exit code does not decide the phase. */
+export const ENV_IGNORE_EXIT_CODE = 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE';
+
+/** Comma-separated container names treated as if they had ENV_TERMINATE_WHEN_JOB_EXIT=true. */
+export const ANNOTATION_SIDECARS = 'sidecar-terminator.dev/sidecars';
+/** Comma-separated sidecar names treated as if they had ENV_IGNORE_EXIT_CODE=true. */
+export const ANNOTATION_IGNORE_EXIT_CODE = 'sidecar-terminator.dev/ignore-exit-code';
+
+/** Pod condition set together with a phase patch (section 5). */
+export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
+
+/** Node label that marks a virtual node (virtual-kubelet). */
+export const VIRTUAL_NODE_LABEL_KEY = 'type';
+export const VIRTUAL_NODE_LABEL_VALUE = 'virtual-kubelet';
+
+// The ContainerRecreateRequest's group, kind and labels live in ../types.ts.
+
+/** First attempt: `sidecar-termination-<pod uid>`; attempt n >= 2 adds `-<n>`. */
+export const REQUEST_NAME_PREFIX = 'sidecar-termination-';
+
+/** Event reasons, so dashboards and tests can match on them. */
+export const EVENT_REASONS = {
+  unknownContainer: 'SidecarAnnotationUnknownContainer',
+  markerIneffective: 'SidecarMarkerIneffective',
+  notStoppable: 'SidecarNotStoppable',
+  stopping: 'StoppingSidecars',
+  retrying: 'RetryingSidecarTermination',
+  replacingImage: 'ReplacingSidecarImage',
+  phaseSet: 'SidecarTerminated',
+  restartLoop: 'SidecarRestartLoop',
+  sidecarFailedPod: 'SidecarFailedPod',
+} as const;

@@ -1,0 +1,240 @@
+// Section 5: exit codes and the Pod's phase.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from './constants.ts';
+import type { ContainerSpec } from './fixtures.ts';
+import {
+  decideFor,
+  exited,
+  expectKind,
+  IGNORE_EXIT_CODE,
+  imageSidecar,
+  main,
+  makePod,
+  NOW,
+  reasons,
+  request,
+  sidecar,
+  UID,
+  withImage,
+} from './fixtures.ts';
+import { requestName } from './requests.ts';
+
+const ignoring = (name: string, state: ContainerSpec['state'] = 'running') => sidecar(name, state, [IGNORE_EXIT_CODE]);
+
+describe('section 5: ignore-exit-code sidecars', () => {
+  it('Never, main exited 0, only an ignore-exit-code sidecar left: phase Succeeded + SidecarTerminated=True', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy')] });
+    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.equal(decision.cause, 'ignoreExitCode');
+    assert.equal(decision.phase, 'Succeeded');
+    assert.equal(decision.condition.type, CONDITION_SIDECAR_TERMINATED);
+    assert.equal(decision.condition.status, 'True');
+    assert.equal(decision.condition.reason, 'IgnoredSidecarExitCode');
+    assert.equal(decision.condition.lastTransitionTime, new Date(NOW).toISOString());
+    assert.match(decision.condition.message, /sidecar-terminator.*ignore-exit-code sidecar "proxy"/);
+    assert.deepEqual(decision.statusPatch, { status: { phase: 'Succeeded', conditions: [decision.condition] } });
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.phaseSet]);
+    assert.equal(decision.events[0]?.type, 'Normal');
+  });
+
+  it('Never, main failed: phase Failed', () => {
+    const pod = makePod({ containers: [main('app', exited(1)), ignoring('proxy')] });
+    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.equal(decision.phase, 'Failed');
+    assert.match(decision.condition.message, /not all with exit code 0/);
+  });
+
+  it('two mains, one failed: Failed', () => {
+    const pod = makePod({ containers: [main('a', exited(0)), main('b', exited(3)), ignoring('proxy')] });
+    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Failed');
+  });
+
+  it('OnFailure, mains exited 0: Succeeded', () => {
+    const pod = makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), ignoring('proxy')] });
+    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Succeeded');
+  });
+
+  it('not before every other sidecar has terminated: the others are stopped first, without the ignore-exit-code one', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log')] });
+    const decision = expectKind(decideFor(pod), 'createRequest');
+    assert.deepEqual(decision.containers, ['log']);
+  });
+
+  it('... then, once they have, the phase patch', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log', exited(0))] });
+    assert.equal(expectKind(decideFor(pod, 'real', [request({ containers: ['log'] })]), 'patchPhase').phase, 'Succeeded');
+  });
+
+  it('Never: another (counting) sidecar that exited non-zero still fails the Pod, and is reported', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log', exited(143))] });
+    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.equal(decision.phase, 'Failed');
+    assert.match(decision.condition.message, /sidecar "log" exited non-zero/);
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarFailedPod, EVENT_REASONS.phaseSet]);
+  });
+
+  it('no other sidecar at all: patch at once', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('a'), ignoring('b')] });
+    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.match(decision.condition.message, /sidecars "a" and "b"/);
+  });
+
+  it('marked through annotations only', () => {
+    const pod = makePod({
+      containers: [main('app', exited(0)), main('istio-proxy')],
+      annotations: { [ANNOTATION_SIDECARS]: 'istio-proxy', [ANNOTATION_IGNORE_EXIT_CODE]: ' istio-proxy ' },
+    });
+    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Succeeded');
+  });
+
+  it('not while a main is still running', () => {
+    const pod = makePod({ containers: [main('app', 'running'), ignoring('proxy')] });
+    assert.equal(expectKind(decideFor(pod), 'notHandled').reason, 'mainsNotDone');
+  });
+
+  it('not once the phase is terminal (patched already): kubelet stops the rest', () => {
+    const pod = makePod({ phase: 'Succeeded', containers: [main('app', exited(0)), ignoring('proxy')] });
+    assert.equal(expectKind(decideFor(pod), 'wait').reason, 'podTerminal');
+  });
+
+  it('waits while another sidecar that nothing can stop is running (and says so)', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), imageSidecar('img', 'exit0:1')] });
+    const decision = expectKind(decideFor(pod), 'notHandled');
+    assert.equal(decision.reason, 'noStoppableSidecar');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
+  });
+
+  it('scenario: Never, a sidecar that ignores SIGTERM, with ignore-exit-code: the phase is set before anything kills it', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('stubborn')] });
+    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.equal(decision.phase, 'Succeeded');
+  });
+
+  it('virtual node: an image sidecar marked ignore-exit-code is swapped like any image sidecar', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [IGNORE_EXIT_CODE, withImage('exit0:1')])] });
+    assert.equal(decideFor(pod, 'virtual').kind, 'swapImages');
+  });
+});
+
+describe('section 5: OnFailure restart loop', () => {
+  const asked = (restartCount: number, exitCode?: number, attempt = 1) =>
+    request({
+      attempt,
+      containers: [
+        {
+          name: 'proxy',
+          statusContext: { containerID: 'containerd://proxy-old', restartCount },
+          state: { phase: 'Succeeded', ...(exitCode !== undefined ? { exitCode } : {}) },
+        },
+      ],
+    });
+  const onFailure = (proxy: ContainerSpec) => makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), proxy] });
+
+  it('a stopped sidecar restarted after exit 143: phase Succeeded + Warning', () => {
+    const pod = onFailure(sidecar('proxy', 'running', [], { restarts: 1 }));
+    const decision = expectKind(decideFor(pod, 'real', [asked(0, 143)]), 'patchPhase');
+    assert.equal(decision.cause, 'restartLoop');
+    assert.equal(decision.phase, 'Succeeded');
+    assert.equal(decision.condition.reason, 'SidecarRestartLoop');
+    const [event] = decision.events;
+    assert.equal(event?.type, 'Warning');
+    assert.equal(event?.reason, EVENT_REASONS.restartLoop);
+    assert.match(event?.message ?? '', new RegExp(`"proxy" \\(stopped by ${requestName(UID, 1)} with exit code 143, restart count 0 -> 1\\)`));
+    assert.match(event?.message ?? '', /exit 0 on SIGTERM.*ignore-exit-code/);
+  });
+
+  it('also in back-off between restarts (waiting), and while the request is still active', () => {
+    const pod = onFailure(sidecar('proxy', 'waiting', [], { restarts: 2 }));
+    const active = { ...asked(0), completed: false, phase: 'Recreating' as const };
+    assert.equal(expectKind(decideFor(pod, 'real', [active]), 'patchPhase').cause, 'restartLoop');
+  });
+
+  it('exit code unknown in the request: a restart under OnFailure means a non-zero exit', () => {
+    const pod = onFailure(sidecar('proxy', 'running', [], { restarts: 1 }));
+    assert.equal(decideFor(pod, 'real', [asked(0)]).kind, 'patchPhase');
+  });
+
+  it('restart count not higher than recorded: no loop, a plain retry', () => {
+    const pod = onFailure(sidecar('proxy', 'running', [], { restarts: 3 }));
+    const decision = expectKind(decideFor(pod, 'real', [asked(3, 143)]), 'createRequest');
+    assert.equal(decision.attempt, 2);
+  });
+
+  it('recorded exit 0: kubelet did not restart it for that, no loop', () => {
+    const pod = onFailure(sidecar('proxy', 'running', [], { restarts: 1 }));
+    assert.equal(decideFor(pod, 'real', [asked(0, 0)]).kind, 'createRequest');
+  });
+
+  it('compares with the latest request that asked for the sidecar', () => {
+    const requests = [asked(0, 143, 1), asked(1, 143, 2)];
+    assert.equal(decideFor(onFailure(sidecar('proxy', 'running', [], { restarts: 1 })), 'real', requests).kind, 'createRequest');
+    assert.equal(decideFor(onFailure(sidecar('proxy', 'running', [], { restarts: 2 })), 'real', requests).kind, 'patchPhase');
+  });
+
+  it('a sidecar never asked to stop that restarted on its own: no loop, it is requested', () => {
+    const pod = onFailure(sidecar('proxy', 'running', [], { restarts: 4 }));
+    assert.equal(decideFor(pod).kind, 'createRequest');
+  });
+
+  it('not under Never (kubelet never restarts there)', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [], { restarts: 1 })] });
+    assert.equal(decideFor(pod, 'real', [asked(0, 143)]).kind, 'createRequest');
+  });
+
+  it('scenario: OnFailure, main exits 0, sidecar exits 143 on SIGTERM: not left hanging', () => {
+    const running = onFailure(sidecar('proxy', 'running'));
+    const first = expectKind(decideFor(running), 'createRequest');
+    const stopContext = first.request.spec.containers[0]?.statusContext;
+    assert.deepEqual(stopContext, { containerID: 'containerd://proxy-id', restartCount: 0 });
+    const restarted = onFailure(sidecar('proxy', 'running', [], { restarts: 1, id: 'containerd://proxy-new' }));
+    const existing = request({ containers: [{ name: 'proxy', statusContext: stopContext, state: { phase: 'Succeeded', exitCode: 143 } }] });
+    assert.equal(expectKind(decideFor(restarted, 'real', [existing]), 'patchPhase').phase, 'Succeeded');
+  });
+});
+
+describe('section 5: Never, Pod failed by a sidecar alone', () => {
+  it('leaves the phase alone and warns, naming the sidecar, its exit code and both fixes', () => {
+    const pod = makePod({ phase: 'Failed', containers: [main('app', exited(0)), sidecar('proxy', exited(143))] });
+    const decision = expectKind(decideFor(pod), 'notHandled');
+    assert.equal(decision.reason, 'noRunningSidecar');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarFailedPod]);
+    const [event] = decision.events;
+    assert.equal(event?.type, 'Warning');
+    assert.match(event?.message ?? '', /"proxy" exited with code 143/);
+    assert.match(event?.message ?? '', /exit 0 on SIGTERM/);
+    assert.match(event?.message ?? '', /KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE=true.*sidecar-terminator\.dev\/ignore-exit-code/);
+  });
+
+  it('already while another sidecar is still being stopped', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('a', exited(137)), sidecar('b')] });
+    const decision = expectKind(decideFor(pod), 'createRequest');
+    assert.deepEqual(decision.containers, ['b']);
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarFailedPod, EVENT_REASONS.stopping]);
+  });
+
+  it('uses the same key on every reconcile, so it is emitted once', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('proxy', exited(143))] });
+    assert.equal(decideFor(pod).events[0]?.key, decideFor(pod).events[0]?.key);
+  });
+
+  it('a Pod with no main container, failed by its sidecar', () => {
+    const pod = makePod({ containers: [sidecar('proxy', exited(1))] });
+    assert.deepEqual(reasons(decideFor(pod)), [EVENT_REASONS.sidecarFailedPod]);
+  });
+
+  const quiet: Array<[string, Parameters<typeof makePod>[0]]> = [
+    ['a main failed too (not the sidecar alone)', { containers: [main('app', exited(1)), sidecar('proxy', exited(143))] }],
+    ['the sidecar exited 0', { containers: [main('app', exited(0)), sidecar('proxy', exited(0))] }],
+    ['phase Succeeded (set by the ignore-exit-code rule)', { phase: 'Succeeded', containers: [main('app', exited(0)), sidecar('proxy', exited(143))] }],
+    ['OnFailure (the restart loop rule applies instead)', { restartPolicy: 'OnFailure', containers: [main('app', exited(0)), sidecar('proxy', exited(143))] }],
+  ];
+  for (const [name, spec] of quiet) {
+    it(`no warning: ${name}`, () => assert.deepEqual(decideFor(makePod(spec)).events, []));
+  }
+
+  it('an ignore-exit-code sidecar that exited on its own too early gets an adapted message', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy', exited(2))] });
+    assert.match(decideFor(pod).events[0]?.message ?? '', /marked ignore-exit-code, but exited before/);
+  });
+});

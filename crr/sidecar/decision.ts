@@ -1,0 +1,100 @@
+// What decide() returns: one action (or none, and why) plus the events that go with it.
+import type { ContainerRecreateRequest } from '../types.ts';
+import type { PodEvent } from './events.ts';
+
+export type TerminalPhase = 'Succeeded' | 'Failed';
+
+/** The Pod is not one to act on (spec section 2), or nothing can act on it. */
+export type NotHandledReason =
+  | 'deleting'
+  | 'restartPolicyAlways'
+  | 'pending'
+  | 'noSidecar'
+  /** Every sidecar's current state is terminated. */
+  | 'noRunningSidecar'
+  | 'statusesIncomplete'
+  | 'mainsNotDone'
+  /** The sidecars still running cannot be stopped on this kind of node (a Warning says why). */
+  | 'noStoppableSidecar';
+
+/** Handled, but the next step belongs to someone else; a later Pod or request update re-triggers. */
+export type WaitReason =
+  /** The phase is terminal already: kubelet stops the remaining containers itself. */
+  | 'podTerminal'
+  /** One of our requests is still being carried out. */
+  | 'requestActive'
+  /** The sidecars to stop have no container ID yet (not started): handled again once they have. */
+  | 'containerIds'
+  /** Images already swapped: kubelet is replacing the containers. */
+  | 'imageSwapInProgress';
+
+interface DecisionBase {
+  /** Emit when the action is carried out (for notHandled/wait: right away), once per Pod and key. */
+  events: PodEvent[];
+  /** One line for logs. */
+  message: string;
+}
+
+export interface NotHandled extends DecisionBase {
+  kind: 'notHandled';
+  reason: NotHandledReason;
+}
+
+export interface Wait extends DecisionBase {
+  kind: 'wait';
+  reason: WaitReason;
+  /** The request waited for, for `requestActive`. */
+  requestName?: string;
+  /** The sidecars waited for. */
+  containers: string[];
+}
+
+export interface CreateRequest extends DecisionBase {
+  kind: 'createRequest';
+  attempt: number;
+  /** The body to create; its name is `sidecar-termination-<uid>`, `-2`, `-3`, ... by attempt. */
+  request: ContainerRecreateRequest;
+  containers: string[];
+  /**
+   * Milliseconds before the request may be created (retry backoff). When > 0, do nothing now and
+   * decide again after this delay; the events are for the moment of creation.
+   */
+  delayMs: number;
+  /** The completed request this one retries, if any of its sidecars was already asked to stop. */
+  retryOf?: string;
+  /** Sidecars left out because they have no container ID yet; a later attempt covers them. */
+  waitingForContainerId: string[];
+}
+
+export interface ImageSwap {
+  container: string;
+  from: string;
+  to: string;
+}
+
+export interface SwapImages extends DecisionBase {
+  kind: 'swapImages';
+  /** All in one Pod update (retry on conflict). */
+  swaps: ImageSwap[];
+}
+
+export type PhasePatchCause = 'ignoreExitCode' | 'restartLoop';
+
+export interface PodConditionPatch {
+  type: string;
+  status: 'True';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+export interface PatchPhase extends DecisionBase {
+  kind: 'patchPhase';
+  cause: PhasePatchCause;
+  phase: TerminalPhase;
+  condition: PodConditionPatch;
+  /** Strategic-merge patch for the Pod's `status` subresource (conditions merge by type). */
+  statusPatch: { status: { phase: TerminalPhase; conditions: PodConditionPatch[] } };
+}
+
+export type Decision = NotHandled | Wait | CreateRequest | SwapImages | PatchPhase;
