@@ -1,7 +1,7 @@
 // Section 3: real nodes, stopping sidecars through ContainerRecreateRequests.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
+import { LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from './constants.ts';
 import {
   decideFor,
@@ -207,14 +207,14 @@ describe('section 3: the request body', () => {
     makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [], { restarts: 2 }), sidecar('log', 'running', [], { id: 'docker://abc' })] }),
   );
 
-  it('has name, namespace, controller owner reference, node and uid labels', () => {
+  it('has name, namespace, controller owner reference, and node, uid, active and created-by labels', () => {
     const crr = buildTerminationRequest(pod, ['proxy'], 1);
     assert.equal(crr.apiVersion, 'sidecar-terminator.dev/v1alpha1');
     assert.equal(crr.kind, 'ContainerRecreateRequest');
     assert.equal(crr.metadata.name, `sidecar-termination-${UID}`);
     assert.equal(crr.metadata.namespace, 'ns');
     assert.deepEqual(crr.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: 'job-pod', uid: UID, controller: true }]);
-    assert.deepEqual(crr.metadata.labels, { [LABEL_NODE_NAME]: 'node-1', [LABEL_POD_UID]: UID });
+    assert.deepEqual(crr.metadata.labels, { [LABEL_NODE_NAME]: 'node-1', [LABEL_POD_UID]: UID, [LABEL_ACTIVE]: 'true', [LABEL_CREATED_BY]: 'sidecar-terminator' });
   });
 
   it('has the containers with their statusContext from the Pod status, and the strategy', () => {

@@ -7,9 +7,12 @@ import type {
   CRRContainer,
   CRRPhase,
 } from '../types.ts';
-import { API_VERSION, KIND, LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
+import { API_VERSION, KIND, LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
 import { REQUEST_NAME_PREFIX } from './constants.ts';
 import type { PodProjection } from './projection.ts';
+
+/** Value of the created-by label on the requests the sidecar terminator creates. */
+export const CREATED_BY = 'sidecar-terminator';
 
 export interface SidecarTerminatorOptions {
   /** Deadline of a request; raised for Pods whose grace period would not fit in it. */
@@ -127,7 +130,8 @@ export function buildTerminationRequest(
     metadata: {
       name: requestName(pod.uid, attempt),
       namespace: pod.namespace,
-      labels: { [LABEL_NODE_NAME]: pod.nodeName ?? '', [LABEL_POD_UID]: pod.uid },
+      // Created admitted: the statusContext is set from the Pod status and the labels from the Pod.
+      labels: { [LABEL_NODE_NAME]: pod.nodeName ?? '', [LABEL_POD_UID]: pod.uid, [LABEL_ACTIVE]: 'true', [LABEL_CREATED_BY]: CREATED_BY },
       // Controller reference: garbage-collected with the Pod. No blockOwnerDeletion, which would
       // need permission on pods/finalizers for nothing.
       ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid, controller: true }],

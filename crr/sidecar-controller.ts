@@ -1,0 +1,123 @@
+// The Job sidecar terminator's I/O around the pure decide(): reads the compact Pod, its node's kind
+// and its requests, and carries out the one action decided (create a request, swap images, patch
+// the phase), emitting each event once.
+import type * as k8s from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { EventRecorder } from '../common/events.ts';
+import type { Logger } from '../common/log.ts';
+import { statusCode } from '../common/log.ts';
+import type { QueueResult } from '../common/queue.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import type { NodeKind } from './sidecar/classify.ts';
+import { decide } from './sidecar/decide.ts';
+import type { Decision } from './sidecar/decision.ts';
+import type { PodEvent } from './sidecar/events.ts';
+import type { PodProjection } from './sidecar/projection.ts';
+import type { SidecarTerminatorOptions } from './sidecar/requests.ts';
+import { projectRequest } from './sidecar/requests.ts';
+import type { ContainerRecreateRequest } from './types.ts';
+import { GROUP, PLURAL, VERSION } from './types.ts';
+
+const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+/** A watched Pod: its projection and when the update that produced it arrived. */
+export interface CachedPod {
+  pod: PodProjection;
+  receivedAtMs: number;
+}
+
+export interface SidecarControllerDeps {
+  core: k8s.CoreV1Api;
+  custom: k8s.CustomObjectsApi;
+  cachedPod: (key: string) => CachedPod | undefined;
+  requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
+  /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
+  nodeKind: (nodeName: string) => Promise<NodeKind>;
+  events: EventRecorder;
+  metrics: ControllerMetrics;
+  options: SidecarTerminatorOptions;
+  log: Logger;
+  now?: () => number;
+}
+
+export class SidecarController {
+  private readonly deps: SidecarControllerDeps;
+  private readonly now: () => number;
+  /** Event keys already emitted, by Pod uid: decisions are recomputed often, events go out once. */
+  private readonly emitted = new Map<string, Set<string>>();
+
+  constructor(deps: SidecarControllerDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Forgets what was emitted for a Pod that is gone. */
+  forget(podUid: string): void {
+    this.emitted.delete(podUid);
+  }
+
+  async reconcile(key: string): Promise<QueueResult | void> {
+    const cached = this.deps.cachedPod(key);
+    if (!cached?.pod.nodeName) return;
+    const { pod } = cached;
+    const node = await this.deps.nodeKind(pod.nodeName!);
+    const requests = this.deps.requestsForPod(pod.namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
+    const decision = decide(pod, node, { requests, nowMs: this.now(), options: this.deps.options });
+    this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
+    this.deps.log.debug('decided', { pod: key, node, decision: decision.kind, message: decision.message });
+
+    switch (decision.kind) {
+      case 'notHandled':
+      case 'wait':
+        await this.emit(pod, decision.events);
+        return;
+      case 'createRequest':
+        if (decision.delayMs > 0) return { requeueAfterMs: decision.delayMs };
+        await this.createRequest(decision.request);
+        this.deps.metrics.requestsCreated.inc();
+        if (decision.retryOf) this.deps.metrics.retries.inc();
+        break;
+      case 'swapImages':
+        await this.deps.core.patchNamespacedPod({
+          namespace: pod.namespace, name: pod.name,
+          // The resourceVersion makes this one compare-and-swap update: a conflict re-decides.
+          body: { metadata: { resourceVersion: pod.resourceVersion }, spec: { containers: decision.swaps.map((s) => ({ name: s.container, image: s.to })) } },
+        }, strategicPatch);
+        this.deps.metrics.imagePatches.inc();
+        break;
+      case 'patchPhase':
+        await this.deps.core.patchNamespacedPodStatus({
+          namespace: pod.namespace, name: pod.name,
+          body: { metadata: { resourceVersion: pod.resourceVersion }, ...decision.statusPatch },
+        }, strategicPatch);
+        this.deps.metrics.phasePatches.inc({ phase: decision.phase });
+        break;
+    }
+    this.deps.metrics.actionLatency.observe({ action: decision.kind }, (this.now() - cached.receivedAtMs) / 1000);
+    this.deps.log.info(decision.message, { pod: key, action: decision.kind });
+    await this.emit(pod, decision.events);
+  }
+
+  private async createRequest(request: ContainerRecreateRequest): Promise<void> {
+    try {
+      await this.deps.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: request.metadata.namespace!, body: request });
+    } catch (err) {
+      // Already there: created by a previous leader or a previous try; the watch brings it.
+      if (statusCode(err) !== 409) throw err;
+    }
+  }
+
+  private async emit(pod: PodProjection, events: PodEvent[]): Promise<void> {
+    let seen = this.emitted.get(pod.uid);
+    for (const event of events) {
+      if (seen?.has(event.key)) continue;
+      if (!seen) this.emitted.set(pod.uid, (seen = new Set()));
+      seen.add(event.key);
+      await this.deps.events.emit(pod, event);
+    }
+  }
+}
+
+function outcomeLabel(decision: Decision): string {
+  return decision.kind === 'notHandled' || decision.kind === 'wait' ? `${decision.kind}:${decision.reason}` : decision.kind;
+}
