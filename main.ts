@@ -14,8 +14,7 @@ async function main(argv: string[]): Promise<void> {
   let stop: () => Promise<void>;
   if (role === 'agent') {
     const config = parseAgentConfig(args, process.env);
-    const agent = await runAgent(config, async () =>
-      (await discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket })).runtimes.slice());
+    const agent = await runAgent(config, () => discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket }));
     stop = agent.stop;
   } else if (role === 'controller') {
     stop = (await runController(parseControllerConfig(args, process.env))).stop;

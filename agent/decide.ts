@@ -11,7 +11,7 @@ import type {
 } from '../crr/types.ts';
 import { LABEL_POD_UID } from '../crr/types.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
-import { parseContainerID } from './pod.ts';
+import { parseContainerID } from './runtime/container-id.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
 
 /** What the runtime said about a request's target container (`statusContext.containerID`). */

@@ -88,9 +88,3 @@ function toMs(t: Date | string | undefined): number | undefined {
   const ms = new Date(t).getTime();
   return Number.isNaN(ms) ? undefined : ms;
 }
-
-/** Splits `<runtime>://<id>`; undefined when malformed. */
-export function parseContainerID(full: string): { runtime: string; id: string } | undefined {
-  const match = /^([a-z0-9.-]+):\/\/(.+)$/.exec(full);
-  return match ? { runtime: match[1]!, id: match[2]! } : undefined;
-}

@@ -2,14 +2,15 @@
 // is looked for again with backoff, and the agent reports not-ready until one answers.
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
+import type { Runtimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
-export type RuntimeDiscovery = () => Promise<ContainerRuntime[]>;
+export type RuntimeDiscovery = () => Promise<Runtimes>;
 
 const MAX_BACKOFF_MS = 30_000;
 
 export class RuntimeRegistry {
-  private runtimes = new Map<string, ContainerRuntime>();
+  private runtimes: Runtimes | undefined;
   private lastError: string | undefined = 'no runtime connected yet';
   private backoffMs = 500;
   private timer: NodeJS.Timeout | undefined;
@@ -27,33 +28,30 @@ export class RuntimeRegistry {
   }
 
   runtimeFor(prefix: string): ContainerRuntime | undefined {
-    return this.runtimes.get(prefix);
+    return this.runtimes?.byPrefix(prefix);
   }
 
   /** Why the agent cannot reach a runtime, or undefined when it can. */
   notReadyReason(): string | undefined {
-    return this.runtimes.size === 0 ? `container runtime: ${this.lastError}` : undefined;
+    return this.runtimes ? undefined : `container runtime: ${this.lastError}`;
   }
 
   prefixes(): string[] {
-    return [...this.runtimes.keys()];
+    return this.runtimes?.runtimes.map((r) => r.idPrefix) ?? [];
   }
 
   close(): void {
     clearTimeout(this.timer);
-    for (const r of this.runtimes.values()) r.close();
-    this.runtimes.clear();
+    this.runtimes?.close();
+    this.runtimes = undefined;
   }
 
   private async connect(): Promise<void> {
     try {
-      const found = await this.discover();
-      if (found.length === 0) throw new Error('no runtime socket found');
-      for (const r of this.runtimes.values()) r.close();
-      this.runtimes = new Map(found.map((r) => [r.idPrefix, r]));
+      this.runtimes = await this.discover();
       this.lastError = undefined;
       this.backoffMs = 500;
-      this.log.info('container runtimes connected', { runtimes: this.prefixes() });
+      this.log.info('container runtimes connected', { runtimes: this.prefixes(), skipped: this.runtimes.skipped });
     } catch (err) {
       this.lastError = errorMessage(err);
       this.log.warn('no container runtime reachable, retrying', { error: this.lastError, retryInMs: this.backoffMs });

@@ -4,17 +4,18 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { CRI_SOCKETS, discoverRuntimes, parseContainerId, Runtimes } from './discover.ts';
+import { parseContainerID } from './container-id.ts';
+import { CRI_SOCKETS, discoverRuntimes, Runtimes } from './discover.ts';
 import type { ContainerRuntime } from './types.ts';
 
-describe('parseContainerId', () => {
+describe('parseContainerID', () => {
   it('splits runtime and ID', () => {
-    assert.deepEqual(parseContainerId('containerd://abc123'), { prefix: 'containerd', id: 'abc123' });
-    assert.deepEqual(parseContainerId('cri-o://abc123'), { prefix: 'cri-o', id: 'abc123' });
+    assert.deepEqual(parseContainerID('containerd://abc123'), { runtime: 'containerd', id: 'abc123' });
+    assert.deepEqual(parseContainerID('cri-o://abc123'), { runtime: 'cri-o', id: 'abc123' });
   });
   it('refuses IDs without a runtime', () => {
-    assert.throws(() => parseContainerId('abc123'), /expected "<runtime>:\/\/<id>"/);
-    assert.throws(() => parseContainerId('docker://'), /expected/);
+    assert.equal(parseContainerID('abc123'), undefined);
+    assert.equal(parseContainerID('docker://'), undefined);
   });
 });
 
@@ -24,6 +25,9 @@ describe('Runtimes.forContainer', () => {
   it('picks the runtime by prefix', () => {
     assert.equal(runtimes.forContainer('docker://x').runtime.idPrefix, 'docker');
     assert.equal(runtimes.forContainer('containerd://x').id, 'x');
+  });
+  it('refuses a malformed ID', () => {
+    assert.throws(() => runtimes.forContainer('abc123'), /expected "<runtime>:\/\/<id>"/);
   });
   it('says which runtimes the node has when none matches', () => {
     assert.throws(

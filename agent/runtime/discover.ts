@@ -4,6 +4,7 @@ import { stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { CriRuntime, type CriRuntimeOptions } from './cri.ts';
 import { DockerRuntime, type DockerRuntimeOptions } from './docker.ts';
+import { parseContainerID } from './container-id.ts';
 import type { ContainerRuntime } from './types.ts';
 
 /** CRI sockets, relative to the host's /var/run, in the order they are tried. */
@@ -32,15 +33,6 @@ export interface SkippedSocket {
   reason: string;
 }
 
-/** Splits a Pod status container ID, "<runtime>://<id>". */
-export function parseContainerId(containerID: string): { prefix: string; id: string } {
-  const m = /^([a-z0-9][a-z0-9.+-]*):\/\/(.+)$/.exec(containerID);
-  if (!m || !m[1] || !m[2]) {
-    throw new TypeError(`invalid container ID ${JSON.stringify(containerID)}: expected "<runtime>://<id>"`);
-  }
-  return { prefix: m[1], id: m[2] };
-}
-
 function describe(runtime: ContainerRuntime): string {
   const socket = (runtime as { socket?: string }).socket;
   return socket ? `${runtime.idPrefix} (${socket})` : runtime.idPrefix;
@@ -63,7 +55,9 @@ export class Runtimes {
 
   /** The runtime for "<runtime>://<id>" and the bare ID; throws when no runtime here serves it. */
   forContainer(containerID: string): { runtime: ContainerRuntime; id: string } {
-    const { prefix, id } = parseContainerId(containerID);
+    const parsed = parseContainerID(containerID);
+    if (!parsed) throw new TypeError(`invalid container ID ${JSON.stringify(containerID)}: expected "<runtime>://<id>"`);
+    const { runtime: prefix, id } = parsed;
     const runtime = this.byPrefix(prefix);
     if (!runtime) {
       const serving = this.runtimes.map(describe).join(', ') || 'nothing';
