@@ -1,0 +1,77 @@
+# Settings and helpers shared by up.sh and down.sh (sourced, not run).
+# shellcheck shell=bash
+
+CLUSTER_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+E2E_SRC=$(cd "$CLUSTER_SRC/.." && pwd)
+# shellcheck source=versions.env
+source "$CLUSTER_SRC/versions.env"
+
+ST=${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}
+ST_LOGS=$ST/logs
+ST_RUN=$ST/run
+ST_PKI=$ST/pki
+DEFAULT_BIN=${K8S_BIN_DIR:-$HOME/.cache/sidecar-terminator/k8s-$K8S_VERSION/bin}
+
+ETCD_PORT=${ST_ETCD_PORT:-23790}
+ETCD_PEER_PORT=${ST_ETCD_PEER_PORT:-23800}
+APISERVER_PORT=${ST_APISERVER_PORT:-6443}
+SERVICE_CIDR=10.0.0.0/24
+SERVICE_IP=10.0.0.1
+POD_CIDR=10.88.0.0/16
+CNI_NETWORK=sidecar-terminator
+CNI_BRIDGE=st-cni0
+CONTAINERD_DIR=$ST/containerd
+CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+
+# Kernel settings that kubelet (and kube-proxy) may change; saved by up.sh, restored by down.sh.
+TRACKED_SYSCTLS=(
+  vm.overcommit_memory kernel.panic kernel.panic_on_oops vm.panic_on_oom
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+  net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables net.ipv4.ip_forward
+  net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
+  net.netfilter.nf_conntrack_tcp_timeout_close_wait
+)
+# What these machines are expected to have when no saved copy exists.
+DEFAULT_SYSCTLS=(vm.overcommit_memory=0 kernel.panic=1 kernel.panic_on_oops=0)
+
+# Paths outside $ST that the cluster creates if they are missing; down.sh removes the ones up.sh
+# found missing (their contents are ours then).
+OUTSIDE_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /var/log/pods /run/mount)
+
+# Components in start order; down.sh stops them in reverse.
+COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+
+log() { echo "[cluster $(date +%H:%M:%S)] $*" >&2; }
+
+# pid_of NAME: the recorded pid if that process is still ours (its command line names $ST).
+pid_of() {
+  local f=$ST_RUN/$1.pid pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$ST" || return 1
+  echo "$pid"
+}
+
+# wait_gone PID SECONDS: 0 once the process is gone (zombies count as gone).
+wait_gone() {
+  local pid=$1 deadline=$(( $(date +%s) + $2 ))
+  while [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.2
+  done
+}
+
+# stop_component NAME [GRACE_SECONDS]: SIGTERM, then SIGKILL after the grace period.
+stop_component() {
+  local name=$1 grace=${2:-10} pid
+  pid=$(pid_of "$name") || { rm -f "$ST_RUN/$name.pid"; return 0; }
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  if ! wait_gone "$pid" "$grace"; then
+    log "$name did not stop in ${grace}s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_gone "$pid" 5 || log "WARNING: $name (pid $pid) still present"
+  fi
+  rm -f "$ST_RUN/$name.pid"
+}

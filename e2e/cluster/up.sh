@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# Brings up a real single-node Kubernetes cluster on this machine, with no manual steps:
+# etcd, kube-apiserver (Node,RBAC), kube-controller-manager, kube-scheduler, a private
+# containerd (CRI) with offline images and a CNI bridge, kubelet and kube-proxy (iptables).
+# State, certificates, logs and kubeconfigs live in ${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}.
+# Writes $ST/env (KUBECONFIG and paths) for tests. Undo with down.sh.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+t_start=$(date +%s.%N)
+elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+if [ "$(id -u)" != 0 ]; then echo "up.sh: must run as root" >&2; exit 1; fi
+for cmd in etcd containerd ctr runc iptables ip6tables nft nfacct ip openssl curl conntrack base64 \
+    /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback; do
+  command -v "$cmd" >/dev/null || { echo "up.sh: missing $cmd (Debian packages: etcd-server containerd runc iptables nftables nfacct iproute2 openssl curl conntrack containernetworking-plugins)" >&2; exit 1; }
+done
+
+BIN=${K8S_BIN_DIR:-$("$here/build-k8s.sh")}
+for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; do
+  [ -x "$BIN/$c" ] || { echo "up.sh: $BIN/$c missing (run build-k8s.sh)" >&2; exit 1; }
+done
+
+# A previous cluster (or a crashed run) is cleaned up first.
+"$here/down.sh" >/dev/null 2>&1 || true
+rm -rf "$ST"
+mkdir -p "$ST_LOGS" "$ST_RUN" "$ST_PKI" "$ST/etcd" "$CONTAINERD_DIR/cni" "$ST/kubelet" \
+  "$ST/images" "$ST/cni-ipam"
+echo "$BIN" >"$ST_RUN/bin-dir"
+
+on_failure() {
+  local rc=$?
+  trap - ERR EXIT
+  [ "$rc" = 0 ] && return 0
+  echo "up.sh: FAILED after $(elapsed)s (exit $rc). Component logs:" >&2
+  for c in "${COMPONENTS[@]}" images; do
+    f=$ST_LOGS/$c.log
+    [ -f "$f" ] || continue
+    echo "==== $f (last 25 lines)" >&2
+    tail -n 25 "$f" >&2
+  done
+  if [ "${ST_KEEP_ON_FAILURE:-0}" != 1 ]; then "$here/down.sh" >&2 || true; fi
+  exit "$rc"
+}
+trap on_failure EXIT
+
+# Everything we may change outside $ST is recorded so down.sh can undo exactly that.
+for s in "${TRACKED_SYSCTLS[@]}"; do
+  v=$(sysctl -n "$s" 2>/dev/null) && echo "$s=$v"
+done >"$ST_RUN/sysctl.orig"
+nft list tables >"$ST_RUN/nft-tables.orig" 2>/dev/null || true
+nfacct list 2>/dev/null | sed -n 's/.* = \(.*\);$/\1/p' >"$ST_RUN/nfacct.orig" || true
+# Paths outside $ST that kubelet, libcni or mount(8) create regardless of our flags
+# (device-plugins socket, CNI result cache, container log symlinks, libmount's utab dir).
+for p in "${OUTSIDE_PATHS[@]}"; do [ -e "$p" ] || echo "$p"; done >"$ST_RUN/created-paths"
+
+# The node's address: the default-route interface's IPv4 address (the hostname resolves to
+# 127.0.0.1 here, and kubelet rejects a loopback node IP).
+dev=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit }}')
+[ -n "$dev" ] || { echo "up.sh: no IPv4 default route to find the node IP" >&2; exit 1; }
+NODE_IP=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+[ -n "$NODE_IP" ] || { echo "up.sh: no IPv4 address on $dev" >&2; exit 1; }
+NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
+log "node $NODE_NAME, IP $NODE_IP (on $dev), state in $ST, binaries in $BIN"
+
+# ---------------------------------------------------------------- certificates
+pki() { openssl "$@" 2>>"$ST_LOGS/openssl.log"; }
+pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+  -subj "/CN=sidecar-terminator-e2e-ca" -keyout "$ST_PKI/ca.key" -out "$ST_PKI/ca.crt" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+
+# cert NAME SUBJECT USAGE(serverAuth|clientAuth) [SANS]
+cert() {
+  local name=$1 subj=$2 usage=$3 sans=${4:-} ca=${ca:-ca}
+  pki req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "$subj" \
+    -keyout "$ST_PKI/$name.key" -out "$ST_PKI/$name.csr"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$usage"
+    [ -z "$sans" ] || echo "subjectAltName=$sans"
+  } >"$ST_PKI/$name.ext"
+  pki x509 -req -in "$ST_PKI/$name.csr" -CA "$ST_PKI/$ca.crt" -CAkey "$ST_PKI/$ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 30 -extfile "$ST_PKI/$name.ext" -out "$ST_PKI/$name.crt"
+  rm -f "$ST_PKI/$name.csr" "$ST_PKI/$name.ext"
+}
+cert apiserver "/CN=kube-apiserver" serverAuth \
+  "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,DNS:$NODE_NAME,IP:127.0.0.1,IP:$NODE_IP,IP:$SERVICE_IP"
+cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+cert admin "/O=system:masters/CN=kubernetes-admin" clientAuth
+cert kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
+cert kubelet-serving "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
+cert controller-manager "/CN=system:kube-controller-manager" clientAuth
+cert scheduler "/CN=system:kube-scheduler" clientAuth
+cert kube-proxy "/CN=system:kube-proxy" clientAuth
+# Front proxy (aggregation layer) CA and client: the apiserver publishes this CA in
+# kube-system/extension-apiserver-authentication, which the controller-manager and scheduler read.
+pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+  -subj "/CN=sidecar-terminator-e2e-front-proxy-ca" -keyout "$ST_PKI/front-proxy-ca.key" -out "$ST_PKI/front-proxy-ca.crt" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+ca=front-proxy-ca cert front-proxy-client "/CN=front-proxy-client" clientAuth
+pki genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$ST_PKI/sa.key"
+pki pkey -in "$ST_PKI/sa.key" -pubout -out "$ST_PKI/sa.pub"
+chmod 600 "$ST_PKI"/*.key
+
+# kubeconfig FILE NAME: client cert/key pki/NAME.{crt,key}
+kubeconfig() {
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: sidecar-terminator-e2e
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 "$ST_PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$ST_PKI/$2.crt")
+    client-key-data: $(base64 -w0 "$ST_PKI/$2.key")
+contexts:
+- name: $2@sidecar-terminator-e2e
+  context:
+    cluster: sidecar-terminator-e2e
+    user: $2
+current-context: $2@sidecar-terminator-e2e
+EOF
+  chmod 600 "$1"
+}
+for u in admin kubelet-client controller-manager scheduler kube-proxy; do
+  kubeconfig "$ST/$u.kubeconfig" "$u"
+done
+KUBECTL=("$BIN/kubectl" --kubeconfig "$ST/admin.kubeconfig" --request-timeout=15s)
+
+# start NAME COMMAND...: runs in its own session, output to logs/NAME.log, pid in run/NAME.pid.
+start() {
+  local name=$1; shift
+  setsid "$@" </dev/null >"$ST_LOGS/$name.log" 2>&1 &
+  echo $! >"$ST_RUN/$name.pid"
+  log "started $name (pid $!), log $ST_LOGS/$name.log"
+}
+# wait_until DESCRIPTION SECONDS COMPONENT|- COMMAND...: polls COMMAND; fails early if COMPONENT died.
+wait_until() {
+  local what=$1 secs=$2 comp=$3; shift 3
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$comp" != - ] && ! pid_of "$comp" >/dev/null; then
+      echo "up.sh: $comp exited while waiting for $what" >&2; return 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "up.sh: timed out after ${secs}s waiting for $what" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  log "$what ($(elapsed)s)"
+}
+
+# ---------------------------------------------------------------- etcd + containerd
+start etcd etcd --name=sidecar-terminator-e2e --data-dir="$ST/etcd" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="sidecar-terminator-e2e=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
+  --listen-metrics-urls="" --logger=zap --log-outputs=stderr
+
+# The shared template, plus two cluster-only settings: network namespaces and runc's state
+# inside $ST instead of /var/run/netns and /run/containerd/runc.
+sed -e "s|@DIR@|$CONTAINERD_DIR|g" "$E2E_SRC/runtime/containerd.toml.tmpl" \
+  | sed -e 's|^\(\s*\)restrict_oom_score_adj = true|&\n\1netns_mounts_under_state_dir = true|' \
+        -e "s|^\(\s*\)SystemdCgroup = false|&\n\1Root = \"$CONTAINERD_DIR/runc\"|" \
+  >"$CONTAINERD_DIR/config.toml"
+grep -q netns_mounts_under_state_dir "$CONTAINERD_DIR/config.toml" && grep -q "Root = " "$CONTAINERD_DIR/config.toml" \
+  || { echo "up.sh: could not adapt containerd.toml.tmpl" >&2; exit 1; }
+cat >"$CONTAINERD_DIR/cni/10-$CNI_NETWORK.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$CNI_NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$CNI_BRIDGE",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{ "subnet": "$POD_CIDR" }]],
+        "routes": [{ "dst": "0.0.0.0/0" }],
+        "dataDir": "$ST/cni-ipam"
+      }
+    }
+  ]
+}
+EOF
+start containerd containerd --config "$CONTAINERD_DIR/config.toml" --log-level info
+
+bash "$E2E_SRC/images/build.sh" "$ST/images" >"$ST_LOGS/images.log" 2>&1
+
+wait_until "etcd healthy" 60 etcd curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+
+# ---------------------------------------------------------------- control plane
+start kube-apiserver "$BIN/kube-apiserver" \
+  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address="$NODE_IP" \
+  --cert-dir="$ST/apiserver-certs" \
+  --tls-cert-file="$ST_PKI/apiserver.crt" --tls-private-key-file="$ST_PKI/apiserver.key" \
+  --client-ca-file="$ST_PKI/ca.crt" \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --allow-privileged=true \
+  --service-cluster-ip-range="$SERVICE_CIDR" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$ST_PKI/sa.pub" --service-account-signing-key-file="$ST_PKI/sa.key" \
+  --kubelet-client-certificate="$ST_PKI/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$ST_PKI/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="$ST_PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
+  --requestheader-client-ca-file="$ST_PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$ST_PKI/front-proxy-client.crt" --proxy-client-key-file="$ST_PKI/front-proxy-client.key" \
+  --profiling=false --v=1
+
+wait_until "containerd serving" 60 containerd ctr -a "$CONTAINERD_SOCK" version
+for img in pause busybox quick-exit; do
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
+done
+log "images imported: $(ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+
+wait_until "kube-apiserver ready" 120 kube-apiserver curl -sf --cacert "$ST_PKI/ca.crt" \
+  --cert "$ST_PKI/admin.crt" --key "$ST_PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+
+start kube-controller-manager "$BIN/kube-controller-manager" \
+  --kubeconfig="$ST/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$ST/controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$ST/controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=10257 --cert-dir="$ST/controller-manager-certs" \
+  --leader-elect=false --controllers='*' --use-service-account-credentials=true \
+  --service-account-private-key-file="$ST_PKI/sa.key" --root-ca-file="$ST_PKI/ca.crt" \
+  --cluster-signing-cert-file="$ST_PKI/ca.crt" --cluster-signing-key-file="$ST_PKI/ca.key" \
+  --cluster-name=sidecar-terminator-e2e --allocate-node-cidrs=false \
+  --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false --v=1
+
+cat >"$ST/scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $ST/scheduler.kubeconfig
+leaderElection:
+  leaderElect: false
+EOF
+start kube-scheduler "$BIN/kube-scheduler" --config="$ST/scheduler.yaml" \
+  --authentication-kubeconfig="$ST/scheduler.kubeconfig" --authorization-kubeconfig="$ST/scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=10259 --cert-dir="$ST/scheduler-certs" --v=1
+
+# ---------------------------------------------------------------- node
+cat >"$ST/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# No systemd here, and cgroup v1 (accepted by 1.33 while failCgroupV1 is false).
+cgroupDriver: cgroupfs
+failCgroupV1: false
+# Root lacks CAP_SYS_RESOURCE and the open-files limit is fixed at 20000.
+oomScoreAdj: 0
+maxOpenFiles: 20000
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $ST_PKI/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $ST_PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $ST_PKI/kubelet-serving.key
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+# Disks can run low here: explicit low thresholds, and image GC must never remove the
+# hand-imported images (nothing can be pulled again).
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+failSwapOn: false
+podLogsDir: $ST/pod-logs
+volumePluginDir: $ST/kubelet/volume-plugins
+clusterDomain: cluster.local
+serializeImagePulls: false
+rotateCertificates: false
+serverTLSBootstrap: false
+EOF
+start kubelet "$BIN/kubelet" --config="$ST/kubelet/config.yaml" --kubeconfig="$ST/kubelet-client.kubeconfig" \
+  --root-dir="$ST/kubelet" --cert-dir="$ST/kubelet/pki" \
+  --node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
+
+cat >"$ST/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $ST/kube-proxy.kubeconfig
+mode: iptables
+hostnameOverride: $NODE_NAME
+clusterCIDR: $POD_CIDR
+oomScoreAdj: 0
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: [primary]
+# Leave the machine's conntrack and route_localnet settings alone.
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+iptables:
+  localhostNodePorts: false
+  syncPeriod: 30s
+  minSyncPeriod: 1s
+EOF
+start kube-proxy "$BIN/kube-proxy" --config="$ST/kube-proxy.yaml" --oom-score-adj=0 --v=1
+
+# ---------------------------------------------------------------- readiness
+node_ready() {
+  [ "$("${KUBECTL[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+wait_until "node $NODE_NAME Ready" 180 kubelet node_ready
+wait_until "default ServiceAccount" 60 kube-controller-manager "${KUBECTL[@]}" -n default get serviceaccount default
+wait_until "kube-root-ca.crt ConfigMap" 60 kube-controller-manager "${KUBECTL[@]}" -n default get configmap kube-root-ca.crt
+wait_until "kube-proxy healthy" 60 kube-proxy curl -sf http://127.0.0.1:10256/healthz
+
+# A test Pod through the whole path: scheduler, kubelet, CNI, image, container, logs via kubelet.
+"${KUBECTL[@]}" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: cluster-up-check
+  namespace: default
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: check
+    image: sidecar-terminator.local/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo cluster-up-check-ok"]
+EOF
+pod_done() {
+  local phase
+  phase=$("${KUBECTL[@]}" -n default get pod cluster-up-check -o jsonpath='{.status.phase}')
+  [ "$phase" = Failed ] && { echo "up.sh: test Pod failed" >&2; "${KUBECTL[@]}" -n default describe pod cluster-up-check >&2; exit 1; }
+  [ "$phase" = Succeeded ]
+}
+wait_until "test Pod succeeded" 120 kubelet pod_done
+pod_ip=$("${KUBECTL[@]}" -n default get pod cluster-up-check -o jsonpath='{.status.podIP}')
+"${KUBECTL[@]}" -n default logs cluster-up-check | grep -q cluster-up-check-ok \
+  || { echo "up.sh: kubectl logs of the test Pod failed" >&2; exit 1; }
+"${KUBECTL[@]}" -n default delete pod cluster-up-check --wait=true --timeout=60s >/dev/null
+log "test Pod ran (pod IP $pod_ip), kubectl logs works"
+
+cat >"$ST/env" <<EOF
+export ST_CLUSTER_DIR=$ST
+export KUBECONFIG=$ST/admin.kubeconfig
+export ST_NODE_NAME=$NODE_NAME
+export ST_NODE_IP=$NODE_IP
+export ST_CONTAINERD_SOCK=$CONTAINERD_SOCK
+export ST_CONTAINERD_NAMESPACE=k8s.io
+export ST_K8S_BIN=$BIN
+export ST_IMAGES_DIR=$ST/images
+export ST_POD_CIDR=$POD_CIDR
+export ST_SERVICE_IP=$SERVICE_IP
+export ST_LOGS_DIR=$ST_LOGS
+EOF
+trap - EXIT
+log "cluster up in $(elapsed)s; env file $ST/env; kubeconfig $ST/admin.kubeconfig"
+echo "cluster start-up time: $(elapsed)s"

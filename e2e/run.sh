@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# End-to-end tests against a real local single-node cluster:
+#   builds (or reuses) the Kubernetes binaries, brings the cluster up, runs e2e/**/*.test.ts,
+#   and always tears the cluster down, exiting with the tests' status.
+# Run as `npm run e2e` (root). ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS
+# (space-separated files or globs, default "e2e/**/*.test.ts") runs a subset.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+# The project's Node 24 (npm puts it first on PATH; this also covers a direct `bash e2e/run.sh`).
+export PATH="$repo/node_modules/.bin:$PATH"
+t0=$(date +%s)
+
+# One cluster per machine (fixed ports): concurrent runs wait for each other. The lock is on fd 9,
+# which the cluster's processes must not inherit (9>&- below).
+lock=${ST_E2E_LOCK:-/tmp/sidecar-terminator-e2e.lock}
+exec 9>>"$lock"
+if ! flock -n 9; then
+  echo "e2e: another e2e run holds $lock; waiting (up to 60 min)" >&2
+  flock -w 3600 9 || { echo "e2e: gave up waiting for $lock" >&2; exit 1; }
+fi
+
+K8S_BIN_DIR=$(bash e2e/cluster/build-k8s.sh 9>&-)
+export K8S_BIN_DIR
+state=${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}
+
+teardown() {
+  local rc=$?
+  trap - EXIT INT TERM
+  bash e2e/cluster/down.sh 9>&- || echo "e2e: teardown reported problems" >&2
+  echo "e2e: finished in $(( $(date +%s) - t0 ))s, exit $rc"
+  exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+bash e2e/cluster/up.sh 9>&-
+# shellcheck source=/dev/null
+source "$state/env"
+
+read -r -a tests <<<"${ST_E2E_TESTS:-e2e/**/*.test.ts}"
+echo "e2e: node $(node --version), tests ${tests[*]}"
+t_tests=$(date +%s)
+set +e
+node --test --test-concurrency=1 "${tests[@]}" 9>&-
+status=$?
+set -e
+echo "e2e: tests exited $status after $(( $(date +%s) - t_tests ))s"
+exit "$status"

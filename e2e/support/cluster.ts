@@ -1,0 +1,96 @@
+// Access to the local e2e cluster started by e2e/cluster/up.sh.
+import { readFileSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+
+/** Values from the env file up.sh writes ($ST_CLUSTER_DIR/env). */
+export interface ClusterEnv {
+  clusterDir: string;
+  kubeconfig: string;
+  nodeName: string;
+  nodeIP: string;
+  containerdSocket: string;
+  containerdNamespace: string;
+  k8sBinDir: string;
+  imagesDir: string;
+  podCIDR: string;
+  serviceIP: string;
+  logsDir: string;
+}
+
+export function envFilePath(): string {
+  if (process.env.ST_CLUSTER_ENV) return process.env.ST_CLUSTER_ENV;
+  return `${process.env.ST_CLUSTER_DIR ?? '/tmp/sidecar-terminator-cluster'}/env`;
+}
+
+/** Parses `export KEY=VALUE` lines (values may be single- or double-quoted). */
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim().replace(/^export\s+/, '');
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!m || !m[1] || m[2] === undefined) continue;
+    out[m[1]] = m[2].replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return out;
+}
+
+let cached: ClusterEnv | undefined;
+
+export function clusterEnv(): ClusterEnv {
+  if (cached) return cached;
+  const path = envFilePath();
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${path}: is the e2e cluster up (bash e2e/cluster/up.sh)? ${String(err)}`, {
+      cause: err,
+    });
+  }
+  const env = parseEnvFile(text);
+  const need = (key: string): string => {
+    const v = env[key];
+    if (!v) throw new Error(`${path} has no ${key}`);
+    return v;
+  };
+  cached = {
+    clusterDir: need('ST_CLUSTER_DIR'),
+    kubeconfig: need('KUBECONFIG'),
+    nodeName: need('ST_NODE_NAME'),
+    nodeIP: need('ST_NODE_IP'),
+    containerdSocket: need('ST_CONTAINERD_SOCK'),
+    containerdNamespace: need('ST_CONTAINERD_NAMESPACE'),
+    k8sBinDir: need('ST_K8S_BIN'),
+    imagesDir: need('ST_IMAGES_DIR'),
+    podCIDR: need('ST_POD_CIDR'),
+    serviceIP: need('ST_SERVICE_IP'),
+    logsDir: need('ST_LOGS_DIR'),
+  };
+  return cached;
+}
+
+export interface Clients {
+  kc: k8s.KubeConfig;
+  core: k8s.CoreV1Api;
+  batch: k8s.BatchV1Api;
+  apps: k8s.AppsV1Api;
+  rbac: k8s.RbacAuthorizationV1Api;
+}
+
+/** API clients for the cluster admin (kubeconfig from the env file). */
+export function clients(): Clients {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(clusterEnv().kubeconfig);
+  return {
+    kc,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    batch: kc.makeApiClient(k8s.BatchV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
+  };
+}
+
+/** The HTTP status of a client-node ApiException, or undefined for other errors. */
+export function apiStatus(err: unknown): number | undefined {
+  return err instanceof k8s.ApiException ? err.code : undefined;
+}
