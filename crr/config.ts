@@ -1,6 +1,5 @@
 // The cluster controller's configuration, from flags.
-import { parseArgs } from 'node:util';
-import { positiveInt } from '../agent/config.ts';
+import { parseFlags, positiveInt } from '../agent/config.ts';
 
 export interface ControllerConfig {
   kubeconfig?: string;
@@ -28,7 +27,7 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates (default 600)`;
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
-  const { values } = parseArgs({
+  const { values } = parseFlags(CONTROLLER_USAGE, {
     args: argv,
     options: {
       kubeconfig: { type: 'string' },

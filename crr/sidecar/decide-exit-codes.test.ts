@@ -93,9 +93,9 @@ describe('section 5: ignore-exit-code sidecars', () => {
     assert.equal(expectKind(decideFor(pod), 'notHandled').reason, 'mainsNotDone');
   });
 
-  it('not once the phase is terminal (patched already): kubelet stops the rest', () => {
+  it('once the phase is terminal (patched already): the rest are stopped at once, exit codes no longer count', () => {
     const pod = makePod({ phase: 'Succeeded', containers: [main('app', exited(0)), ignoring('proxy')] });
-    assert.equal(expectKind(decideFor(pod), 'wait').reason, 'podTerminal');
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['proxy']);
   });
 
   it('waits while another sidecar that nothing can stop is running (and says so)', () => {

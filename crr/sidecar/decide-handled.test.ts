@@ -102,11 +102,16 @@ describe('section 2: Pods whose mains are done', () => {
     assert.equal(expectKind(decision, 'wait').reason, 'containerIds');
   });
 
-  it('a terminal phase with a sidecar still running: kubelet stops it, no request', () => {
+  it('a terminal phase with a sidecar still running: stopped at once on a real node (kubelet would wait for its next sync)', () => {
     for (const phase of ['Succeeded', 'Failed']) {
       const decision = decideFor(makePod({ phase, containers: [main('app', exited(0)), sidecar('proxy')] }));
-      assert.equal(expectKind(decision, 'wait').reason, 'podTerminal');
+      assert.deepEqual(expectKind(decision, 'createRequest').containers, ['proxy']);
     }
+  });
+
+  it('a terminal phase with a sidecar still running on a virtual node: left to the provider', () => {
+    const decision = decideFor(makePod({ phase: 'Succeeded', containers: [main('app', exited(0)), imageSidecar('proxy', 'exit0:1')] }), 'virtual');
+    assert.equal(expectKind(decision, 'wait').reason, 'podTerminal');
   });
 
   it('classification warnings ride along with decisions of handled-policy Pods', () => {

@@ -48,10 +48,13 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   if (!statusesComplete(pod)) return notHandled('statusesIncomplete', 'a container has no status yet', events);
   if (!mainsDone(pod, classification.mains)) return notHandled('mainsNotDone', 'main containers not done', events);
   events.push(...sidecarFailedPodWarnings(pod, classification));
+  const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
+    // Exit codes no longer matter: kubelet never leaves a terminal phase. It would stop the rest
+    // itself, but only at its next periodic sync (up to a minute); on a real node we stop them now.
+    if (node === 'real') return requestStops(facts, running.filter((s) => isStoppableOn(s, 'real')));
     return wait('podTerminal', `phase ${pod.phase}: kubelet stops the remaining containers`, events, running);
   }
-  const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
   return node === 'real' ? decideOnRealNode(facts) : decideOnVirtualNode(facts);
 }
 
@@ -93,10 +96,15 @@ function decideOnRealNode(facts: Facts): Decision {
 
   const stoppable = others.filter((s) => isStoppableOn(s, 'real'));
   events.push(...others.filter((s) => !isStoppableOn(s, 'real')).map((s) => notStoppableWarning(pod, s, 'real')));
+  return requestStops(facts, stoppable, own);
+}
+
+/** A request for the stoppable sidecars that have a container ID, unless one is under way. */
+function requestStops(facts: Facts, stoppable: Sidecar[], own = ownRequests(facts.pod, facts.context.requests)): Decision {
+  const { pod, events } = facts;
   if (stoppable.length === 0) {
     return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a real node', events);
   }
-
   const active = own.find((r) => !r.completed);
   if (active) {
     return { ...wait('requestActive', `request ${active.name} is in progress`, events, stoppable), requestName: active.name };

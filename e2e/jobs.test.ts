@@ -1,0 +1,302 @@
+// The Job sidecar terminator end to end: real Jobs on the local cluster with the controller and the
+// agent running, one test per scenario of the spec (section 7). Each prints its timeline.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Container, V1Job, V1Pod } from '@kubernetes/client-node';
+import type { ContainerRecreateRequest } from '../crr/types.ts';
+import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
+import { clients, clusterEnv } from './support/cluster.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import type { Process } from './support/project.ts';
+import { installAPI, kubectl, startAgent, startController } from './support/project.ts';
+import { sleep, waitFor } from './support/wait.ts';
+import { containerStatus, jobCondition, jobPods, toDate } from './support/workloads.ts';
+
+const { core, batch, kc } = clients();
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const BUSYBOX = 'sidecar-terminator.local/busybox:1';
+const STOP_ON_TERM = (code: number) => `trap 'exit ${code}' TERM; while true; do sleep 1; done`;
+const MARK = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT', value: 'true' };
+const IGNORE_EXIT = { name: 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE', value: 'true' };
+let namespace: string;
+let agent: Process;
+let controller: Process;
+
+function container(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {
+  return { name, image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', script], ...extra };
+}
+
+interface JobSpec {
+  restartPolicy: 'Never' | 'OnFailure';
+  containers: V1Container[];
+  initContainers?: V1Container[];
+  annotations?: Record<string, string>;
+  grace?: number;
+  backoffLimit?: number;
+  volumes?: k8s.V1Volume[];
+}
+
+async function runJob(name: string, spec: JobSpec): Promise<void> {
+  const job: V1Job = {
+    metadata: { name },
+    spec: {
+      backoffLimit: spec.backoffLimit ?? 0,
+      template: {
+        metadata: { annotations: spec.annotations },
+        spec: {
+          nodeName: clusterEnv().nodeName,
+          restartPolicy: spec.restartPolicy,
+          terminationGracePeriodSeconds: spec.grace ?? 10,
+          containers: spec.containers,
+          initContainers: spec.initContainers,
+          volumes: spec.volumes,
+        },
+      },
+    },
+  };
+  await batch.createNamespacedJob({ namespace, body: job });
+}
+
+async function finishedJob(name: string, timeoutMs = 120_000): Promise<{ job: V1Job; type: string }> {
+  return waitFor(async () => {
+    const job = await batch.readNamespacedJob({ namespace, name });
+    for (const type of ['Complete', 'Failed']) {
+      if (jobCondition(job, type)?.status === 'True') return { job, type };
+    }
+    return undefined;
+  }, { description: `Job ${name} finished`, timeoutMs });
+}
+
+async function onlyPod(job: string): Promise<V1Pod> {
+  const pods = await jobPods(core, namespace, job);
+  assert.equal(pods.length, 1, `Job ${job} has ${pods.length} Pods`);
+  return pods[0]!;
+}
+
+async function requestsFor(pod: V1Pod): Promise<ContainerRecreateRequest[]> {
+  const list = (await custom.listNamespacedCustomObject({
+    group: GROUP, version: VERSION, plural: PLURAL, namespace, labelSelector: `crr.sidecar-terminator.dev/pod-uid=${pod.metadata!.uid}`,
+  })) as { items: ContainerRecreateRequest[] };
+  return list.items;
+}
+
+async function events(pod: V1Pod): Promise<string[]> {
+  const list = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${pod.metadata!.uid}` });
+  return list.items.map((e) => `${e.type} ${e.reason}: ${e.message}`);
+}
+
+function finishedAt(pod: V1Pod, name: string): Date | undefined {
+  return toDate(containerStatus(pod, name)?.state?.terminated?.finishedAt);
+}
+
+/** Prints main finished → stop requested → sidecar finished → Job complete, in ms from the first. */
+function timeline(title: string, job: V1Job, pod: V1Pod, main: string, sidecar: string, request?: ContainerRecreateRequest): void {
+  const points: [string, Date | undefined][] = [
+    ['main finished', finishedAt(pod, main)],
+    ['sidecar stop requested', request ? toDate(request.metadata.creationTimestamp) : undefined],
+    ['sidecar finished', finishedAt(pod, sidecar)],
+    ['Job finished', toDate(jobCondition(job, 'Complete')?.lastTransitionTime ?? jobCondition(job, 'Failed')?.lastTransitionTime)],
+  ];
+  const start = points[0]![1]?.getTime() ?? 0;
+  console.log(`# ${title}: ${points.map(([what, at]) => `${what} ${at ? `+${at.getTime() - start}ms` : '-'}`).join(', ')}`);
+}
+
+function terminated(pod: V1Pod, name: string): { exitCode?: number; reason?: string } {
+  const t = containerStatus(pod, name)?.state?.terminated;
+  return { exitCode: t?.exitCode, reason: t?.reason };
+}
+
+describe('Job sidecar termination on the local cluster', () => {
+  before(async () => {
+    installAPI();
+    namespace = await createTestNamespace(core, 'jobs');
+    controller = await startController();
+    agent = await startAgent();
+  });
+  after(async () => {
+    await agent?.stop();
+    await controller?.stop();
+    if (namespace) await deleteTestNamespace(core, namespace);
+  });
+
+  it('Never, main exits 0, sidecar exits 0 on SIGTERM: Job Complete', async () => {
+    await runJob('ok', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] });
+    const { job, type } = await finishedJob('ok');
+    const pod = await onlyPod('ok');
+    const [request] = await requestsFor(pod);
+    timeline('Never, exit 0', job, pod, 'main', 'proxy', request);
+    assert.equal(type, 'Complete');
+    assert.deepEqual(terminated(pod, 'proxy').exitCode, 0);
+    assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+    const ev = await events(pod);
+    assert.ok(ev.some((e) => e.startsWith('Normal') && e.includes('"proxy"') && e.includes(request!.metadata.name!)), ev.join('\n'));
+    assert.ok(ev.some((e) => e.startsWith('Normal Killing')), ev.join('\n'));
+  });
+
+  it('Never, main exits 1: sidecar released, Job Failed', async () => {
+    await runJob('main-fails', { restartPolicy: 'Never', containers: [container('main', 'sleep 1; exit 1'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] });
+    const { job, type } = await finishedJob('main-fails');
+    const pod = await onlyPod('main-fails');
+    timeline('Never, main exit 1', job, pod, 'main', 'proxy', (await requestsFor(pod))[0]);
+    assert.equal(type, 'Failed');
+    assert.equal(terminated(pod, 'main').exitCode, 1);
+    assert.equal(terminated(pod, 'proxy').exitCode, 0);
+    assert.equal(pod.status?.phase, 'Failed');
+  });
+
+  it('OnFailure, main exits 1 then succeeds: no termination until the success, then Job Complete', async () => {
+    const once = 'if [ -f /work/failed-once ]; then sleep 1; exit 0; else touch /work/failed-once; sleep 1; exit 1; fi';
+    await runJob('retry', {
+      restartPolicy: 'OnFailure',
+      backoffLimit: 6, // with OnFailure the Job controller counts container restarts against it
+      volumes: [{ name: 'work', emptyDir: {} }],
+      containers: [
+        container('main', once, { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
+        container('proxy', STOP_ON_TERM(0), { env: [MARK] }),
+      ],
+    });
+    const { job, type } = await finishedJob('retry');
+    const pod = await onlyPod('retry');
+    const requests = await requestsFor(pod);
+    timeline('OnFailure, main fails once', job, pod, 'main', 'proxy', requests[0]);
+    assert.equal(type, 'Complete');
+    assert.equal(containerStatus(pod, 'main')?.restartCount, 1);
+    assert.equal(containerStatus(pod, 'proxy')?.restartCount, 0);
+    assert.equal(requests.length, 1);
+    // The request came after the main's successful second run, not after its failure.
+    assert.ok(toDate(requests[0]!.metadata.creationTimestamp)! >= finishedAt(pod, 'main')!);
+  });
+
+  it('OnFailure, main exits 0, sidecar exits 143 on SIGTERM: not left hanging', async () => {
+    await runJob('exit-143', { restartPolicy: 'OnFailure', backoffLimit: 6, containers: [container('main', 'sleep 2'), container('proxy', STOP_ON_TERM(143), { env: [MARK] })] });
+    const { job, type } = await finishedJob('exit-143');
+    const pod = await onlyPod('exit-143');
+    timeline('OnFailure, sidecar 143', job, pod, 'main', 'proxy', (await requestsFor(pod))[0]);
+    assert.equal(type, 'Complete');
+    assert.equal(pod.status?.phase, 'Succeeded');
+    assert.equal(terminated(pod, 'main').exitCode, 0);
+    const ev = await events(pod);
+    assert.ok(ev.some((e) => e.startsWith('Warning')), `a Warning says the restart loop was ended:\n${ev.join('\n')}`);
+  });
+
+  it('Never, sidecar ignores SIGTERM, ignore-exit-code: Job Complete', async () => {
+    await runJob('ignore-exit', {
+      restartPolicy: 'Never', grace: 3,
+      containers: [container('main', 'sleep 2'), container('proxy', "trap '' TERM; while true; do sleep 1; done", { env: [MARK, IGNORE_EXIT] })],
+    });
+    const { job, type } = await finishedJob('ignore-exit');
+    const pod = await onlyPod('ignore-exit');
+    timeline('Never, ignore-exit-code', job, pod, 'main', 'proxy');
+    assert.equal(type, 'Complete');
+    assert.equal(pod.status?.phase, 'Succeeded');
+    assert.equal(pod.status?.conditions?.find((c) => c.type === 'SidecarTerminated')?.status, 'True');
+    await waitFor(async () => {
+      const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+      return containerStatus(p, 'proxy')?.state?.terminated;
+    }, { description: 'kubelet stops the ignore-exit-code sidecar', timeoutMs: 30_000 });
+  });
+
+  it('two mains and three sidecars, one already exited: only the running ones are stopped', async () => {
+    await runJob('many', {
+      restartPolicy: 'Never',
+      containers: [
+        container('main-a', 'sleep 2'),
+        container('main-b', 'sleep 3'),
+        container('early', 'sleep 1', { env: [MARK] }),
+        container('proxy', STOP_ON_TERM(0), { env: [MARK] }),
+        container('logs', STOP_ON_TERM(0), { env: [MARK] }),
+      ],
+    });
+    const { job, type } = await finishedJob('many');
+    const pod = await onlyPod('many');
+    const requests = await requestsFor(pod);
+    timeline('two mains, three sidecars', job, pod, 'main-b', 'logs', requests[0]);
+    assert.equal(type, 'Complete');
+    assert.equal(requests.length, 1);
+    assert.deepEqual(requests[0]!.spec.containers.map((c) => c.name).sort(), ['logs', 'proxy']);
+  });
+
+  it('annotation-marked sidecar with no env: stopped', async () => {
+    await runJob('annotated', {
+      restartPolicy: 'Never',
+      annotations: { 'sidecar-terminator.dev/sidecars': 'istio-proxy' },
+      containers: [container('main', 'sleep 2'), container('istio-proxy', STOP_ON_TERM(0))],
+    });
+    const { job, type } = await finishedJob('annotated');
+    const pod = await onlyPod('annotated');
+    timeline('annotation', job, pod, 'main', 'istio-proxy', (await requestsFor(pod))[0]);
+    assert.equal(type, 'Complete');
+    assert.equal(terminated(pod, 'istio-proxy').exitCode, 0);
+  });
+
+  it('main exits before the sidecar has started: stopped once it has', async () => {
+    // The sidecar's image is not on the node yet, so it cannot start until the test imports it.
+    const late = `sidecar-terminator.local/late:${Date.now()}`;
+    await runJob('late', {
+      restartPolicy: 'Never',
+      containers: [container('main', 'sleep 1'), { ...container('proxy', STOP_ON_TERM(0), { env: [MARK] }), image: late, imagePullPolicy: 'IfNotPresent' }],
+    });
+    const waitingPod = await waitFor(async () => {
+      const pods = await jobPods(core, namespace, 'late');
+      return pods[0] && containerStatus(pods[0], 'main')?.state?.terminated ? pods[0] : undefined;
+    }, { description: 'main finished while the sidecar waits for its image' });
+    assert.deepEqual(await requestsFor(waitingPod), [], 'nothing is requested for a sidecar without a container ID');
+    execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', 'images', 'tag', BUSYBOX, late]);
+    try {
+      const { job, type } = await finishedJob('late', 180_000);
+      const pod = await onlyPod('late');
+      timeline('sidecar started late', job, pod, 'main', 'proxy', (await requestsFor(pod))[0]);
+      assert.equal(type, 'Complete');
+    } finally {
+      execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', 'images', 'rm', late]);
+    }
+  });
+
+  it('native sidecar and a restartPolicy Always Pod with the env: never touched', async () => {
+    await runJob('native', {
+      restartPolicy: 'Never',
+      initContainers: [container('proxy', STOP_ON_TERM(0), { env: [MARK], restartPolicy: 'Always' })],
+      containers: [container('main', 'sleep 2')],
+    });
+    const always: V1Pod = {
+      metadata: { name: 'always' },
+      spec: { nodeName: clusterEnv().nodeName, restartPolicy: 'Always', containers: [container('main', 'sleep 1'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] },
+    };
+    await core.createNamespacedPod({ namespace, body: always });
+    const { type } = await finishedJob('native');
+    assert.equal(type, 'Complete');
+    await sleep(8_000); // several resyncs of the controller
+    const pod = await core.readNamespacedPod({ namespace, name: 'always' });
+    assert.deepEqual(await requestsFor(pod), []);
+    assert.deepEqual(await requestsFor(await onlyPod('native')), []);
+    assert.equal(containerStatus(pod, 'proxy')?.restartCount, 0);
+    assert.ok(containerStatus(pod, 'proxy')?.state?.running);
+  });
+
+  it('virtual node, image sidecar: image swapped, Job Complete', async () => {
+    const node = clusterEnv().nodeName;
+    kubectl('label', 'node', node, 'type=virtual-kubelet', '--overwrite');
+    try {
+      await runJob('virtual', {
+        restartPolicy: 'Never',
+        containers: [
+          container('main', 'sleep 2'),
+          container('proxy', STOP_ON_TERM(0), { env: [{ name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: 'sidecar-terminator.local/quick-exit:1' }] }),
+        ],
+      });
+      const { job, type } = await finishedJob('virtual');
+      const pod = await onlyPod('virtual');
+      timeline('virtual node', job, pod, 'main', 'proxy');
+      assert.equal(type, 'Complete');
+      assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, 'sidecar-terminator.local/quick-exit:1');
+      assert.equal(terminated(pod, 'proxy').exitCode, 0);
+      assert.deepEqual(await requestsFor(pod), []);
+      const swaps = (await events(pod)).filter((e) => e.includes('ReplacingSidecarImage'));
+      assert.equal(swaps.length, 1, `one event for the swap: ${swaps.join('\n')}`);
+    } finally {
+      kubectl('label', 'node', node, 'type-');
+    }
+  });
+});
