@@ -3,105 +3,26 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import * as k8s from '@kubernetes/client-node';
-import type { V1Container, V1Job, V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
+import type { V1Pod } from '@kubernetes/client-node';
 import { clients, clusterEnv } from './support/cluster.ts';
+import type { JobSpec } from './support/jobs.ts';
+import * as jobs from './support/jobs.ts';
+import { BUSYBOX, container, finishedAt, IGNORE_EXIT_MARK, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import type { Process } from './support/project.ts';
 import { installAPI, kubectl, startAgent, startController } from './support/project.ts';
 import { sleep, waitFor } from './support/wait.ts';
-import { containerStatus, jobCondition, jobPods, toDate } from './support/workloads.ts';
+import { containerStatus, jobPods, toDate } from './support/workloads.ts';
 
-const { core, batch, kc } = clients();
-const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-const BUSYBOX = 'sidecar-terminator.local/busybox:1';
-const STOP_ON_TERM = (code: number) => `trap 'exit ${code}' TERM; while true; do sleep 1; done`;
-const MARK = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT', value: 'true' };
-const IGNORE_EXIT = { name: 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE', value: 'true' };
+const { core } = clients();
 let namespace: string;
 let agent: Process;
 let controller: Process;
 
-function container(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {
-  return { name, image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', script], ...extra };
-}
-
-interface JobSpec {
-  restartPolicy: 'Never' | 'OnFailure';
-  containers: V1Container[];
-  initContainers?: V1Container[];
-  annotations?: Record<string, string>;
-  grace?: number;
-  backoffLimit?: number;
-  volumes?: k8s.V1Volume[];
-}
-
-async function runJob(name: string, spec: JobSpec): Promise<void> {
-  const job: V1Job = {
-    metadata: { name },
-    spec: {
-      backoffLimit: spec.backoffLimit ?? 0,
-      template: {
-        metadata: { annotations: spec.annotations },
-        spec: {
-          nodeName: clusterEnv().nodeName,
-          restartPolicy: spec.restartPolicy,
-          terminationGracePeriodSeconds: spec.grace ?? 10,
-          containers: spec.containers,
-          initContainers: spec.initContainers,
-          volumes: spec.volumes,
-        },
-      },
-    },
-  };
-  await batch.createNamespacedJob({ namespace, body: job });
-}
-
-async function finishedJob(name: string, timeoutMs = 120_000): Promise<{ job: V1Job; type: string }> {
-  return waitFor(async () => {
-    const job = await batch.readNamespacedJob({ namespace, name });
-    for (const type of ['Complete', 'Failed']) {
-      if (jobCondition(job, type)?.status === 'True') return { job, type };
-    }
-    return undefined;
-  }, { description: `Job ${name} finished`, timeoutMs });
-}
-
-async function onlyPod(job: string): Promise<V1Pod> {
-  const pods = await jobPods(core, namespace, job);
-  assert.equal(pods.length, 1, `Job ${job} has ${pods.length} Pods`);
-  return pods[0]!;
-}
-
-async function requestsFor(pod: V1Pod): Promise<ContainerRecreateRequest[]> {
-  const list = (await custom.listNamespacedCustomObject({
-    group: GROUP, version: VERSION, plural: PLURAL, namespace, labelSelector: `crr.sidecar-terminator.dev/pod-uid=${pod.metadata!.uid}`,
-  })) as { items: ContainerRecreateRequest[] };
-  return list.items;
-}
-
-async function events(pod: V1Pod): Promise<string[]> {
-  const list = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${pod.metadata!.uid}` });
-  return list.items.map((e) => `${e.type} ${e.reason}: ${e.message}`);
-}
-
-function finishedAt(pod: V1Pod, name: string): Date | undefined {
-  return toDate(containerStatus(pod, name)?.state?.terminated?.finishedAt);
-}
-
-/** Prints main finished → stop requested → sidecar finished → Job complete, in ms from the first. */
-function timeline(title: string, job: V1Job, pod: V1Pod, main: string, sidecar: string, request?: ContainerRecreateRequest): void {
-  const points: [string, Date | undefined][] = [
-    ['main finished', finishedAt(pod, main)],
-    ['sidecar stop requested', request ? toDate(request.metadata.creationTimestamp) : undefined],
-    ['sidecar finished', finishedAt(pod, sidecar)],
-    ['Job finished', toDate(jobCondition(job, 'Complete')?.lastTransitionTime ?? jobCondition(job, 'Failed')?.lastTransitionTime)],
-  ];
-  const start = points[0]![1]?.getTime() ?? 0;
-  console.log(`# ${title}: ${points.map(([what, at]) => `${what} ${at ? `+${at.getTime() - start}ms` : '-'}`).join(', ')}`);
-}
+const runJob = (name: string, spec: JobSpec) => jobs.runJob(namespace, name, spec);
+const finishedJob = (name: string, timeoutMs?: number) => jobs.finishedJob(namespace, name, timeoutMs);
+const onlyPod = (job: string) => jobs.onlyPod(namespace, job);
+const timeline = (...args: Parameters<typeof jobs.timeline>) => console.log(`# ${jobs.timeline(...args)}`);
 
 function terminated(pod: V1Pod, name: string): { exitCode?: number; reason?: string } {
   const t = containerStatus(pod, name)?.state?.terminated;
@@ -122,7 +43,7 @@ describe('Job sidecar termination on the local cluster', () => {
   });
 
   it('Never, main exits 0, sidecar exits 0 on SIGTERM: Job Complete', async () => {
-    await runJob('ok', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] });
+    await runJob('ok', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
     const { job, type } = await finishedJob('ok');
     const pod = await onlyPod('ok');
     const [request] = await requestsFor(pod);
@@ -130,13 +51,13 @@ describe('Job sidecar termination on the local cluster', () => {
     assert.equal(type, 'Complete');
     assert.deepEqual(terminated(pod, 'proxy').exitCode, 0);
     assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
-    const ev = await events(pod);
+    const ev = await podEvents(pod);
     assert.ok(ev.some((e) => e.startsWith('Normal') && e.includes('"proxy"') && e.includes(request!.metadata.name!)), ev.join('\n'));
     assert.ok(ev.some((e) => e.startsWith('Normal Killing')), ev.join('\n'));
   });
 
   it('Never, main exits 1: sidecar released, Job Failed', async () => {
-    await runJob('main-fails', { restartPolicy: 'Never', containers: [container('main', 'sleep 1; exit 1'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] });
+    await runJob('main-fails', { restartPolicy: 'Never', containers: [container('main', 'sleep 1; exit 1'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
     const { job, type } = await finishedJob('main-fails');
     const pod = await onlyPod('main-fails');
     timeline('Never, main exit 1', job, pod, 'main', 'proxy', (await requestsFor(pod))[0]);
@@ -154,7 +75,7 @@ describe('Job sidecar termination on the local cluster', () => {
       volumes: [{ name: 'work', emptyDir: {} }],
       containers: [
         container('main', once, { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
-        container('proxy', STOP_ON_TERM(0), { env: [MARK] }),
+        container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] }),
       ],
     });
     const { job, type } = await finishedJob('retry');
@@ -170,21 +91,21 @@ describe('Job sidecar termination on the local cluster', () => {
   });
 
   it('OnFailure, main exits 0, sidecar exits 143 on SIGTERM: not left hanging', async () => {
-    await runJob('exit-143', { restartPolicy: 'OnFailure', backoffLimit: 6, containers: [container('main', 'sleep 2'), container('proxy', STOP_ON_TERM(143), { env: [MARK] })] });
+    await runJob('exit-143', { restartPolicy: 'OnFailure', backoffLimit: 6, containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(143), { env: [SIDECAR_MARK] })] });
     const { job, type } = await finishedJob('exit-143');
     const pod = await onlyPod('exit-143');
     timeline('OnFailure, sidecar 143', job, pod, 'main', 'proxy', (await requestsFor(pod))[0]);
     assert.equal(type, 'Complete');
     assert.equal(pod.status?.phase, 'Succeeded');
     assert.equal(terminated(pod, 'main').exitCode, 0);
-    const ev = await events(pod);
+    const ev = await podEvents(pod);
     assert.ok(ev.some((e) => e.startsWith('Warning')), `a Warning says the restart loop was ended:\n${ev.join('\n')}`);
   });
 
   it('Never, sidecar ignores SIGTERM, ignore-exit-code: Job Complete', async () => {
     await runJob('ignore-exit', {
       restartPolicy: 'Never', grace: 3,
-      containers: [container('main', 'sleep 2'), container('proxy', "trap '' TERM; while true; do sleep 1; done", { env: [MARK, IGNORE_EXIT] })],
+      containers: [container('main', 'sleep 2'), container('proxy', "trap '' TERM; while true; do sleep 1; done", { env: [SIDECAR_MARK, IGNORE_EXIT_MARK] })],
     });
     const { job, type } = await finishedJob('ignore-exit');
     const pod = await onlyPod('ignore-exit');
@@ -204,9 +125,9 @@ describe('Job sidecar termination on the local cluster', () => {
       containers: [
         container('main-a', 'sleep 2'),
         container('main-b', 'sleep 3'),
-        container('early', 'sleep 1', { env: [MARK] }),
-        container('proxy', STOP_ON_TERM(0), { env: [MARK] }),
-        container('logs', STOP_ON_TERM(0), { env: [MARK] }),
+        container('early', 'sleep 1', { env: [SIDECAR_MARK] }),
+        container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] }),
+        container('logs', stopOnTerm(0), { env: [SIDECAR_MARK] }),
       ],
     });
     const { job, type } = await finishedJob('many');
@@ -222,7 +143,7 @@ describe('Job sidecar termination on the local cluster', () => {
     await runJob('annotated', {
       restartPolicy: 'Never',
       annotations: { 'sidecar-terminator.dev/sidecars': 'istio-proxy' },
-      containers: [container('main', 'sleep 2'), container('istio-proxy', STOP_ON_TERM(0))],
+      containers: [container('main', 'sleep 2'), container('istio-proxy', stopOnTerm(0))],
     });
     const { job, type } = await finishedJob('annotated');
     const pod = await onlyPod('annotated');
@@ -236,7 +157,7 @@ describe('Job sidecar termination on the local cluster', () => {
     const late = `sidecar-terminator.local/late:${Date.now()}`;
     await runJob('late', {
       restartPolicy: 'Never',
-      containers: [container('main', 'sleep 1'), { ...container('proxy', STOP_ON_TERM(0), { env: [MARK] }), image: late, imagePullPolicy: 'IfNotPresent' }],
+      containers: [container('main', 'sleep 1'), { ...container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] }), image: late, imagePullPolicy: 'IfNotPresent' }],
     });
     const waitingPod = await waitFor(async () => {
       const pods = await jobPods(core, namespace, 'late');
@@ -257,12 +178,12 @@ describe('Job sidecar termination on the local cluster', () => {
   it('native sidecar and a restartPolicy Always Pod with the env: never touched', async () => {
     await runJob('native', {
       restartPolicy: 'Never',
-      initContainers: [container('proxy', STOP_ON_TERM(0), { env: [MARK], restartPolicy: 'Always' })],
+      initContainers: [container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK], restartPolicy: 'Always' })],
       containers: [container('main', 'sleep 2')],
     });
     const always: V1Pod = {
       metadata: { name: 'always' },
-      spec: { nodeName: clusterEnv().nodeName, restartPolicy: 'Always', containers: [container('main', 'sleep 1'), container('proxy', STOP_ON_TERM(0), { env: [MARK] })] },
+      spec: { nodeName: clusterEnv().nodeName, restartPolicy: 'Always', containers: [container('main', 'sleep 1'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] },
     };
     await core.createNamespacedPod({ namespace, body: always });
     const { type } = await finishedJob('native');
@@ -283,7 +204,7 @@ describe('Job sidecar termination on the local cluster', () => {
         restartPolicy: 'Never',
         containers: [
           container('main', 'sleep 2'),
-          container('proxy', STOP_ON_TERM(0), { env: [{ name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: 'sidecar-terminator.local/quick-exit:1' }] }),
+          container('proxy', stopOnTerm(0), { env: [{ name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: 'sidecar-terminator.local/quick-exit:1' }] }),
         ],
       });
       const { job, type } = await finishedJob('virtual');
@@ -293,7 +214,7 @@ describe('Job sidecar termination on the local cluster', () => {
       assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, 'sidecar-terminator.local/quick-exit:1');
       assert.equal(terminated(pod, 'proxy').exitCode, 0);
       assert.deepEqual(await requestsFor(pod), []);
-      const swaps = (await events(pod)).filter((e) => e.includes('ReplacingSidecarImage'));
+      const swaps = (await podEvents(pod)).filter((e) => e.includes('ReplacingSidecarImage'));
       assert.equal(swaps.length, 1, `one event for the swap: ${swaps.join('\n')}`);
     } finally {
       kubectl('label', 'node', node, 'type-');

@@ -4,6 +4,7 @@
 #   and always tears the cluster down, exiting with the tests' status.
 # Run as `npm run e2e` (root). ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS
 # (space-separated files or globs, default "e2e/**/*.test.ts") runs a subset.
+# `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo does).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -39,12 +40,17 @@ bash e2e/cluster/up.sh 9>&-
 # shellcheck source=/dev/null
 source "$state/env"
 
-read -r -a tests <<<"${ST_E2E_TESTS:-e2e/**/*.test.ts}"
-echo "e2e: node $(node --version), tests ${tests[*]}"
+if [ $# -gt 0 ]; then
+  command=("$@")
+else
+  read -r -a tests <<<"${ST_E2E_TESTS:-e2e/**/*.test.ts}"
+  command=(node --test --test-concurrency=1 "${tests[@]}")
+fi
+echo "e2e: node $(node --version), running ${command[*]}"
 t_tests=$(date +%s)
 set +e
-node --test --test-concurrency=1 "${tests[@]}" 9>&-
+"${command[@]}" 9>&-
 status=$?
 set -e
-echo "e2e: tests exited $status after $(( $(date +%s) - t_tests ))s"
+echo "e2e: ${command[0]} exited $status after $(( $(date +%s) - t_tests ))s"
 exit "$status"
