@@ -14,8 +14,8 @@ describe('parseAgentConfig', () => {
   it('rejects a bad number with the flag named', () => {
     assert.throws(() => parseAgentConfig(['--workers', 'many'], { NODE_NAME: 'n1' }), /--workers must be a positive whole number/);
   });
-  it('rejects unknown flags', () => {
-    assert.throws(() => parseAgentConfig(['--nope'], { NODE_NAME: 'n1' }), /nope/);
+  it('rejects unknown flags, with the usage', () => {
+    assert.throws(() => parseAgentConfig(['--nope'], { NODE_NAME: 'n1' }), /Unknown option '--nope'\nusage: sidecar-terminator agent/);
   });
   it('flags win over the environment', () => {
     const c = parseAgentConfig(['--node-name', 'n2', '--runtime-socket', '/run/x.sock', '--kubeconfig', '/k'], { NODE_NAME: 'n1', KUBECONFIG: '/e' });

@@ -1,5 +1,5 @@
 // The agent's configuration: flags, with NODE_NAME from the environment (the downward API).
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 export interface AgentConfig {
   nodeName: string;
@@ -23,7 +23,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --kubeconfig PATH       kubeconfig (default: in-cluster, or env KUBECONFIG)`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
-  const { values } = parseArgs({
+  const { values } = parseFlags(USAGE, {
     args: argv,
     options: {
       'node-name': { type: 'string' },
@@ -47,6 +47,15 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
   };
+}
+
+/** parseArgs, with the usage appended to its errors (an unknown flag, `--help`, a missing value). */
+export function parseFlags<T extends ParseArgsConfig>(usage: string, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${usage}`, { cause: err });
+  }
 }
 
 export function positiveInt(flag: string, value: string): number {
