@@ -80,7 +80,9 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   });
 
   const resyncAll = () => {
-    for (const r of requests.list()) if (r.spec?.podName) enqueue(podKey(r.metadata!.namespace!, r.spec.podName));
+    const active = requests.list();
+    for (const r of active) if (r.spec?.podName) enqueue(podKey(r.metadata.namespace!, r.spec.podName));
+    reconciler.forgetAllBut(new Set(active.map((r) => r.metadata.uid!)));
   };
   const resync = setInterval(resyncAll, config.resyncSeconds * 1000);
 

@@ -55,6 +55,11 @@ export class Reconciler {
     this.now = deps.now ?? Date.now;
   }
 
+  /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
+  forgetAllBut(activeUids: ReadonlySet<string>): void {
+    for (const uid of this.firstSeen.keys()) if (!activeUids.has(uid)) this.firstSeen.delete(uid);
+  }
+
   async reconcile(key: string): Promise<QueueResult | void> {
     const [namespace, podName] = splitKey(key);
     const requests = this.deps.cachedRequests(namespace)
@@ -80,7 +85,6 @@ export class Reconciler {
     // isKilled must be in the API before the stop is issued, so a restarted agent never repeats it.
     const written = await this.writeStatus(first, plan.status, outcomeOf(plan.status));
     for (const stop of plan.stops) this.startStop(written, pod, stop, key);
-    if (plan.status.phase === 'Completed') this.recordExits(first, plan.status);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
   }
 
@@ -176,6 +180,8 @@ export class Reconciler {
     try {
       await runtime.stop(parsed.id, remaining);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
+      const seen = crr.metadata.uid ? this.firstSeen.get(crr.metadata.uid) : undefined;
+      if (seen !== undefined) this.deps.metrics.stopSeconds.observe((this.now() - seen) / 1000);
       this.deps.log.info('container stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, ms: this.now() - started });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });
@@ -199,13 +205,6 @@ export class Reconciler {
         await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
       }
     }
-  }
-
-  private recordExits(crr: ContainerRecreateRequest, status: CRRStatus): void {
-    const seen = crr.metadata.uid ? this.firstSeen.get(crr.metadata.uid) : undefined;
-    if (seen === undefined) return;
-    const killed = status.containerRecreateStates?.some((s) => s.isKilled && s.phase === 'Succeeded');
-    if (killed) this.deps.metrics.stopSeconds.observe((this.now() - seen) / 1000);
   }
 }
 
