@@ -165,6 +165,52 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     assert.throws(patch, /spec.podName is immutable/);
   });
 
+  it('keeps the node and pod-uid labels immutable once set (ValidatingAdmissionPolicy)', async () => {
+    await runningPod(loopPod('labelled', 'Always', "trap 'exit 0' TERM"));
+    await createRequest('labelled', { podName: 'labelled', containers: [{ name: 'worker' }] });
+    await completed('labelled');
+    const relabel = () => kubectl('-n', namespace, 'label', 'crr', 'labelled', '--overwrite', 'crr.sidecar-terminator.dev/node-name=elsewhere');
+    assert.throws(relabel, /crr.sidecar-terminator.dev\/node-name is immutable once set/);
+  });
+
+  it('marks the Pod not-ready for unreadyGracePeriodSeconds before the stop, and ready again after', async () => {
+    const pod = loopPod('gated', 'Always', "trap 'exit 0' TERM");
+    pod.spec!.readinessGates = [{ conditionType: 'sidecar-terminator.dev/ready' }];
+    await core.createNamespacedPod({ namespace, body: pod });
+    // Whoever owns the gate sets it first; here the test does.
+    const setReady = async () => {
+      await core.patchNamespacedPodStatus({
+        namespace, name: 'gated',
+        body: { status: { conditions: [{ type: 'sidecar-terminator.dev/ready', status: 'True', lastTransitionTime: new Date() }] } },
+      }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch));
+    };
+    await waitFor(async () => {
+      await setReady();
+      const p = await core.readNamespacedPod({ namespace, name: 'gated' });
+      return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+    }, { description: 'Pod ready through its gate' });
+
+    await createRequest('unready', { podName: 'gated', containers: [{ name: 'worker' }], strategy: { unreadyGracePeriodSeconds: 3 } });
+    const notReady = await waitFor(async () => {
+      const p = await core.readNamespacedPod({ namespace, name: 'gated' });
+      return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'False' ? p : undefined;
+    }, { description: 'Pod not ready while the request runs' });
+    assert.equal(notReady.status?.containerStatuses?.[0]?.restartCount, 0, 'not-ready comes before the stop');
+    const duringRequest = await readRequest('unready');
+    assert.ok(duringRequest?.metadata.finalizers?.includes('sidecar-terminator.dev/restore-readiness'));
+
+    const done = await completed('unready');
+    assert.equal(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+    await waitFor(async () => {
+      const p = await core.readNamespacedPod({ namespace, name: 'gated' });
+      const gate = p.status?.conditions?.find((c) => c.type === 'sidecar-terminator.dev/ready')?.status;
+      const r = await readRequest('unready');
+      return gate === 'True' && !r?.metadata.finalizers?.length;
+    }, { description: 'readiness restored and finalizer removed' });
+    const after = await core.readNamespacedPod({ namespace, name: 'gated' });
+    assert.equal(after.status?.containerStatuses?.[0]?.restartCount, 1);
+  });
+
   it('finishes a request after the agent is killed in the middle of it, restarting the container once', async () => {
     // The container ignores SIGTERM, so the stop lasts the whole grace period: the agent dies in it.
     await runningPod(loopPod('crash', 'Always', "trap '' TERM"));

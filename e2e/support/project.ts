@@ -61,8 +61,8 @@ export function startAgent(label = 'agent'): Promise<Process> {
   return startProcess('agent', ['--node-name', env.nodeName, '--runtime-socket', env.containerdSocket, '--resync-seconds', '5'], label);
 }
 
-export function startController(label = 'controller'): Promise<Process> {
-  return startProcess('controller', ['--leader-elect', 'false', '--resync-seconds', '5'], label);
+export function startController(label = 'controller', extraArgs: string[] = ['--leader-elect', 'false']): Promise<Process> {
+  return startProcess('controller', ['--resync-seconds', '5', ...extraArgs], label);
 }
 
 /** The text of a /metrics scrape. */
