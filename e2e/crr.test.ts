@@ -8,15 +8,13 @@ import type { ContainerRecreateRequest, CRRSpec } from '../crr/types.ts';
 import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
 import { apiStatus, clients, clusterEnv } from './support/cluster.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import type { Process } from './support/project.ts';
-import { installAPI, kubectl, scrape, startAgent, startController } from './support/project.ts';
+import { agentPod, crash, deployProject, scrapePod } from './support/deploy.ts';
+import { kubectl } from './support/kubectl.ts';
 import { waitFor } from './support/wait.ts';
 
 const { core, kc } = clients();
 const custom = kc.makeApiClient(k8s.CustomObjectsApi);
 let namespace: string;
-let agent: Process;
-let controller: Process;
 
 function loopPod(name: string, restartPolicy: 'Always' | 'Never', onTerm: string): V1Pod {
   return {
@@ -73,14 +71,10 @@ async function podEvents(pod: string): Promise<string[]> {
 
 describe('ContainerRecreateRequest on the local cluster', () => {
   before(async () => {
-    installAPI();
+    await deployProject();
     namespace = await createTestNamespace(core, 'crr');
-    controller = await startController();
-    agent = await startAgent();
   });
   after(async () => {
-    await agent?.stop();
-    await controller?.stop();
     if (namespace) await deleteTestNamespace(core, namespace);
   });
 
@@ -111,7 +105,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     assert.deepEqual({ phase: state?.phase, exitCode: state?.exitCode, isKilled: state?.isKilled }, { phase: 'Succeeded', exitCode: 7, isKilled: true });
     const pod = await core.readNamespacedPod({ namespace, name: 'never' });
     assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
-    const metrics = await scrape(agent);
+    const metrics = await scrapePod(await agentPod(), 9440);
     assert.match(metrics, /sidecar_terminator_agent_requests_completed_total\{outcome="succeeded"\} [1-9]/);
     console.log(`# request created → container exited, request Completed (seen by polling every 500 ms): ${elapsed} ms`);
     const stopSum = Number(/^sidecar_terminator_agent_stop_seconds_sum (\S+)/m.exec(metrics)?.[1]);
@@ -216,8 +210,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     await runningPod(loopPod('crash', 'Always', "trap '' TERM"));
     await createRequest('agent-crash', { podName: 'crash', containers: [{ name: 'worker' }], strategy: { terminationGracePeriodSeconds: 8 } });
     await waitFor(async () => (await readRequest('agent-crash'))?.status?.containerRecreateStates?.[0]?.isKilled, { description: 'stop under way (isKilled recorded)' });
-    await agent.kill();
-    agent = await startAgent('agent-restarted');
+    await crash(await agentPod());
     const done = await completed('agent-crash', 90_000);
     assert.equal(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(done.status));
     // Let a wrongly repeated stop show itself before counting restarts.

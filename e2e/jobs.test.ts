@@ -9,15 +9,13 @@ import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, container, finishedAt, IGNORE_EXIT_MARK, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import type { Process } from './support/project.ts';
-import { installAPI, kubectl, startAgent, startController } from './support/project.ts';
+import { deployProject } from './support/deploy.ts';
+import { kubectl } from './support/kubectl.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus, jobPods, toDate } from './support/workloads.ts';
 
 const { core } = clients();
 let namespace: string;
-let agent: Process;
-let controller: Process;
 
 const runJob = (name: string, spec: JobSpec) => jobs.runJob(namespace, name, spec);
 const finishedJob = (name: string, timeoutMs?: number) => jobs.finishedJob(namespace, name, timeoutMs);
@@ -31,14 +29,10 @@ function terminated(pod: V1Pod, name: string): { exitCode?: number; reason?: str
 
 describe('Job sidecar termination on the local cluster', () => {
   before(async () => {
-    installAPI();
+    await deployProject();
     namespace = await createTestNamespace(core, 'jobs');
-    controller = await startController();
-    agent = await startAgent();
   });
   after(async () => {
-    await agent?.stop();
-    await controller?.stop();
     if (namespace) await deleteTestNamespace(core, namespace);
   });
 

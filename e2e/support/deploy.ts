@@ -1,0 +1,137 @@
+// sidecar-terminator deployed on the e2e cluster the way users deploy it: the project image built
+// offline from the build output the Dockerfile packages, imported into the node's containerd, and
+// the kustomize base applied with kubectl through a small overlay (image name, the cluster's
+// runtime directory, fast resyncs for tests).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { clients, clusterEnv } from './cluster.ts';
+import { kubectl } from './kubectl.ts';
+import { waitFor } from './wait.ts';
+
+export const NAMESPACE = 'sidecar-terminator';
+export const AGENT = 'sidecar-terminator-agent';
+export const CONTROLLER = 'sidecar-terminator-controller';
+const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+function ctr(...args: string[]): string {
+  return execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** The project image, built once per cluster (the cluster's directory is new on every e2e run). */
+function importImage(): void {
+  const dir = join(clusterEnv().clusterDir, 'project-image');
+  const archive = join(dir, 'sidecar-terminator.tar');
+  if (!existsSync(archive)) {
+    execFileSync('bash', [join(ROOT, 'e2e/images/build-project-image.sh'), dir], { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  if (!ctr('images', 'ls', '-q').split('\n').includes(IMAGE)) ctr('images', 'import', archive);
+}
+
+function writeOverlay(): string {
+  const env = clusterEnv();
+  const dir = join(env.clusterDir, 'overlay');
+  mkdirSync(dir, { recursive: true });
+  const [name, tag] = IMAGE.split(':');
+  writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ${relative(dir, join(ROOT, 'manifests/base'))}
+images:
+  - name: ghcr.io/sidecar-terminator/sidecar-terminator
+    newName: ${name}
+    newTag: "${tag}"
+patches:
+  - path: test-settings.yaml
+`);
+  // The cluster's containerd socket lives in its state directory, not the host's /var/run.
+  writeFileSync(join(dir, 'test-settings.yaml'), `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: ${AGENT}
+  namespace: ${NAMESPACE}
+spec:
+  template:
+    spec:
+      containers:
+        - name: agent
+          imagePullPolicy: Never
+          args: [agent, --host-run-dir=/host/var/run, --resync-seconds=5]
+      volumes:
+        - name: host-run
+          hostPath:
+            path: ${env.clusterDir}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ${CONTROLLER}
+  namespace: ${NAMESPACE}
+spec:
+  template:
+    spec:
+      containers:
+        - name: controller
+          imagePullPolicy: Never
+          args: [controller, --resync-seconds=5]
+`);
+  return dir;
+}
+
+/** Deploys (or re-applies) the project and waits until the agent and the controller are ready. */
+export async function deployProject(): Promise<void> {
+  importImage();
+  kubectl('apply', '-k', writeOverlay());
+  kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/containerrecreaterequests.sidecar-terminator.dev');
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+  await controllerLeader();
+}
+
+async function podsOf(component: 'agent' | 'controller'): Promise<V1Pod[]> {
+  const list = await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/component=${component}` });
+  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+export async function agentPod(): Promise<V1Pod> {
+  const [pod] = await podsOf('agent');
+  if (!pod) throw new Error('no agent Pod');
+  return pod;
+}
+
+export function controllerPods(): Promise<V1Pod[]> {
+  return podsOf('controller');
+}
+
+/** The controller Pod that holds the leader Lease. */
+export function controllerLeader(timeoutMs = 60_000): Promise<V1Pod> {
+  const leases = clients().kc.makeApiClient(CoordinationV1Api);
+  return waitFor(async () => {
+    const lease = await leases.readNamespacedLease({ namespace: NAMESPACE, name: CONTROLLER });
+    const holder = lease.spec?.holderIdentity;
+    return holder ? (await controllerPods()).find((p) => holder.startsWith(`${p.metadata!.name}-`)) : undefined;
+  }, { description: 'a controller Pod holding the leader Lease', timeoutMs });
+}
+
+export async function scrapePod(pod: V1Pod, port: number): Promise<string> {
+  return (await fetch(`http://${pod.status!.podIP}:${port}/metrics`)).text();
+}
+
+/** Kills a Pod's (first) container with SIGKILL through the runtime, as a crash would. */
+export function killContainer(pod: V1Pod): void {
+  ctr('tasks', 'kill', '--signal', 'SIGKILL', pod.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, ''));
+}
+
+/** A crash, and kubelet restarting the container. */
+export async function crash(pod: V1Pod): Promise<void> {
+  const status = pod.status!.containerStatuses![0]!;
+  killContainer(pod);
+  await waitFor(async () => {
+    const now = await clients().core.readNamespacedPod({ namespace: NAMESPACE, name: pod.metadata!.name! });
+    const s = now.status?.containerStatuses?.[0];
+    return s && s.restartCount > status.restartCount && s.ready;
+  }, { description: `${pod.metadata!.name} restarted after the crash and ready`, timeoutMs: 90_000 });
+}
