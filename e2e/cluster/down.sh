@@ -89,9 +89,10 @@ done
 pids=$(our_pids | sort -un)
 if [ -n "$pids" ]; then log "WARNING: processes left: $pids"; problems=1; fi
 
-# 5. Mounts under $ST (container rootfs, shm, netns, kubelet volumes), deepest first.
+# 5. Mounts under $ST (container rootfs, shm, netns, kubelet volumes), deepest first, then $ST's
+#    own shared bind mount (up.sh).
 unmount_all() {
-  awk -v st="$ST/" '{ if (index($5, st) == 1) print $5 }' /proc/self/mountinfo | sort -r | uniq
+  awk -v st="$ST/" '{ if (index($5 "/", st) == 1) print $5 }' /proc/self/mountinfo | sort -r | uniq
 }
 for attempt in 1 2 3; do
   mounts=$(unmount_all)

@@ -27,6 +27,10 @@ done
 rm -rf "$ST"
 mkdir -p "$ST_LOGS" "$ST_RUN" "$ST_PKI" "$ST/etcd" "$CONTAINERD_DIR/cni" "$ST/kubelet" \
   "$ST/images" "$ST/cni-ipam"
+# Like / on a systemd host, the state dir is a shared mount, so hostPath volumes with mount
+# propagation (the agent's HostToContainer mount of the runtime directory) work as on real nodes.
+mountpoint -q "$ST" || mount --bind "$ST" "$ST"
+mount --make-rshared "$ST"
 echo "$BIN" >"$ST_RUN/bin-dir"
 
 on_failure() {
