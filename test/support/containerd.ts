@@ -3,10 +3,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { CriClient } from '../../agent/runtime/cri-client.ts';
-import { startDaemon, terminate, waitUntil, type Daemon } from './daemon.ts';
+import { startDaemon, stopOnce, waitUntil, type Daemon } from './daemon.ts';
 import { REPO_ROOT, testImages } from './images.ts';
 import { run } from './run.ts';
-import { forceCleanup, guard, type Scope } from './sweep.ts';
+import { guard, type Scope } from './sweep.ts';
 
 export interface Containerd {
   /** The CRI (and containerd API) socket path. */
@@ -46,21 +46,7 @@ export async function startContainerd(options: ContainerdOptions = {}): Promise<
   writeFileSync(config, containerdConfig(dir));
 
   let daemon: Daemon | undefined;
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      try {
-        if (daemon?.isRunning()) {
-          await removeSandboxes(socket).catch(() => {});
-          await terminate(daemon, 10_000);
-        }
-        forceCleanup(scope);
-      } finally {
-        unguard();
-      }
-    })();
-    return stopping;
-  };
+  const stop = stopOnce({ daemon: () => daemon, drain: () => removeSandboxes(socket), graceMs: 10_000, scope, unguard });
 
   try {
     daemon = startDaemon('/usr/bin/containerd', ['--config', config], join(dir, 'containerd.log'));

@@ -1,6 +1,8 @@
 // Starting and stopping a private daemon process whose output goes to a log file in its dir.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import type { Scope } from './sweep.ts';
+import { forceCleanup } from './sweep.ts';
 
 export interface Daemon {
   child: ChildProcess;
@@ -61,4 +63,33 @@ export async function waitUntil(
     if (Date.now() > until) throw new Error(`${what}: not ready within ${timeoutMs} ms; log:\n${daemon.logTail()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * The stop() of a test daemon: runs once however often it is called; drains what the daemon runs,
+ * terminates it, and removes everything left in its scope, pass or fail.
+ */
+export function stopOnce(options: {
+  daemon: () => Daemon | undefined;
+  drain: () => Promise<void>;
+  graceMs: number;
+  scope: Scope;
+  unguard: () => void;
+}): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () => {
+    stopping ??= (async () => {
+      try {
+        const daemon = options.daemon();
+        if (daemon?.isRunning()) {
+          await options.drain().catch(() => {});
+          await terminate(daemon, options.graceMs);
+        }
+        forceCleanup(options.scope);
+      } finally {
+        options.unguard();
+      }
+    })();
+    return stopping;
+  };
 }

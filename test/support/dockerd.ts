@@ -3,10 +3,10 @@
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import Docker from 'dockerode';
-import { startDaemon, terminate, waitUntil, type Daemon } from './daemon.ts';
+import { startDaemon, stopOnce, waitUntil, type Daemon } from './daemon.ts';
 import { BUSYBOX_IMAGE, testImages } from './images.ts';
 import { run } from './run.ts';
-import { forceCleanup, guard, type Scope } from './sweep.ts';
+import { guard, type Scope } from './sweep.ts';
 
 export interface Dockerd {
   /** The Engine API socket path. */
@@ -42,21 +42,7 @@ export async function startDockerd(options: DockerdOptions = {}): Promise<Docker
   mkdirSync(join(dir, 'cli'));
 
   let daemon: Daemon | undefined;
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      try {
-        if (daemon?.isRunning()) {
-          await removeContainers(socket).catch(() => {});
-          await terminate(daemon, 20_000);
-        }
-        forceCleanup(scope);
-      } finally {
-        unguard();
-      }
-    })();
-    return stopping;
-  };
+  const stop = stopOnce({ daemon: () => daemon, drain: () => removeContainers(socket), graceMs: 20_000, scope, unguard });
 
   try {
     daemon = startDaemon(
