@@ -1,0 +1,140 @@
+// The latency distributions as empirical CDFs in one SVG, turned into a PNG with rsvg-convert
+// (librsvg2-bin, installed by scripts/setup.sh).
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { percentile } from './stats.ts';
+
+export interface Series {
+  label: string;
+  color: string;
+  values: number[];
+}
+
+export interface Panel {
+  title: string;
+  xLabel: string;
+  series: Series[];
+  logX?: boolean;
+  /** A vertical target line. */
+  target?: { at: number; label: string };
+}
+
+const W = 1400;
+const H = 1000;
+const PANEL_W = 640;
+const PANEL_H = 380;
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function niceTicks(lo: number, hi: number, count = 6): number[] {
+  const span = hi - lo || 1;
+  const raw = span / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => span / s <= count) ?? 10 * mag;
+  const out: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(Math.round(v * 1e6) / 1e6);
+  return out;
+}
+
+function logTicks(lo: number, hi: number): number[] {
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v >= lo && v <= hi) out.push(v);
+    }
+  }
+  return out;
+}
+
+const fmt = (v: number) => (v >= 1000 ? `${v / 1000}k`.replace('.0k', 'k') : `${v}`);
+
+function panel(x0: number, y0: number, p: Panel): string {
+  const left = 70;
+  const bottom = 50;
+  const plotW = PANEL_W - left - 20;
+  const plotH = PANEL_H - bottom - 40;
+  const px = x0 + left;
+  const py = y0 + 40;
+  const all = p.series.flatMap((s) => s.values).filter((v) => Number.isFinite(v));
+  const parts: string[] = [];
+  parts.push(`<text x="${x0 + 10}" y="${y0 + 22}" font-size="17" font-weight="bold">${esc(p.title)}</text>`);
+  if (all.length === 0) {
+    parts.push(`<text x="${px + 20}" y="${py + 40}" font-size="14">no data</text>`);
+    return parts.join('\n');
+  }
+  let lo = Math.min(...all);
+  let hi = Math.max(...all, p.target?.at ?? -Infinity);
+  if (p.logX) {
+    lo = Math.max(0.1, lo * 0.8);
+    hi = hi * 1.2;
+  } else {
+    const pad = (hi - lo) * 0.05 || 1;
+    lo = Math.max(0, lo - pad);
+    hi += pad;
+  }
+  const sx = (v: number) => p.logX
+    ? px + ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * plotW
+    : px + ((v - lo) / (hi - lo)) * plotW;
+  const sy = (q: number) => py + plotH - q * plotH;
+  parts.push(`<rect x="${px}" y="${py}" width="${plotW}" height="${plotH}" fill="#fafafa" stroke="#999"/>`);
+  for (const t of p.logX ? logTicks(lo, hi) : niceTicks(lo, hi)) {
+    const x = sx(t);
+    parts.push(`<line x1="${x}" y1="${py}" x2="${x}" y2="${py + plotH}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${x}" y="${py + plotH + 18}" font-size="12" text-anchor="middle">${fmt(t)}</text>`);
+  }
+  for (const q of [0, 0.25, 0.5, 0.75, 0.9, 0.99, 1]) {
+    const y = sy(q);
+    parts.push(`<line x1="${px}" y1="${y}" x2="${px + plotW}" y2="${y}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${px - 6}" y="${y + 4}" font-size="12" text-anchor="end">${q === 0.99 ? 'p99' : q === 0.9 ? 'p90' : q === 0.5 ? 'p50' : q.toFixed(2)}</text>`);
+  }
+  parts.push(`<text x="${px + plotW / 2}" y="${py + plotH + 40}" font-size="13" text-anchor="middle">${esc(p.xLabel)}</text>`);
+  if (p.target) {
+    const x = sx(p.target.at);
+    parts.push(`<line x1="${x}" y1="${py}" x2="${x}" y2="${py + plotH}" stroke="#c00" stroke-dasharray="6,4"/>`);
+    parts.push(`<text x="${x + 4}" y="${py + 14}" font-size="12" fill="#c00">${esc(p.target.label)}</text>`);
+  }
+  p.series.forEach((s, si) => {
+    const v = s.values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    if (v.length === 0) return;
+    // The ECDF as a step path; large samples are drawn from 500 quantiles.
+    const pts: [number, number][] = [];
+    if (v.length <= 1000) {
+      pts.push([v[0]!, 0]);
+      v.forEach((x, i) => { pts.push([x, i / v.length]); pts.push([x, (i + 1) / v.length]); });
+    } else {
+      for (let i = 0; i <= 500; i++) pts.push([percentile(v, (i / 500) * 100), i / 500]);
+    }
+    const d = pts.map(([x, q], i) => `${i ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(q).toFixed(1)}`).join(' ');
+    parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"/>`);
+    const ly = py + plotH - 16 - si * 20;
+    const label = `${s.label}: n=${v.length}, p50 ${percentile(v, 50).toFixed(0)}, p99 ${percentile(v, 99).toFixed(0)}`;
+    parts.push(`<rect x="${px + plotW - 330}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
+    parts.push(`<text x="${px + plotW - 310}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
+  });
+  return parts.join('\n');
+}
+
+export function renderChart(title: string, panels: Panel[], subtitle: string): string {
+  const pos = [[30, 70], [730, 70], [30, 520], [730, 520]] as const;
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, sans-serif">
+<rect width="${W}" height="${H}" fill="white"/>
+<text x="30" y="32" font-size="22" font-weight="bold">${esc(title)}</text>
+<text x="30" y="56" font-size="13" fill="#444">${esc(subtitle)}</text>
+${panels.slice(0, 4).map((p, i) => panel(pos[i]![0], pos[i]![1], p)).join('\n')}
+</svg>
+`;
+}
+
+/** Writes the SVG and converts it to PNG; returns whether the PNG was made. */
+export function writeChart(svgPath: string, pngPath: string, svg: string): boolean {
+  writeFileSync(svgPath, svg);
+  try {
+    execFileSync('rsvg-convert', ['-f', 'png', '-o', pngPath, svgPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    return true;
+  } catch (err) {
+    console.error(`bench: rsvg-convert failed (apt-get install librsvg2-bin; scripts/setup.sh installs it): ${String(err)}`);
+    return false;
+  }
+}

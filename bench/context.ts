@@ -1,0 +1,188 @@
+// What every part of the benchmark shares: the API client, the node's CRI runtime (for nanosecond
+// container timestamps), namespaces, Jobs, and reading a container's process straight from /proc.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import type { V1Container, V1Job, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { CriRuntime } from '../agent/runtime/cri.ts';
+import type { RuntimeContainer } from '../agent/runtime/types.ts';
+import { clusterEnv } from '../e2e/support/cluster.ts';
+import { BUSYBOX } from '../e2e/support/jobs.ts';
+import { ApiError, Kube, retrying } from './kube.ts';
+import type { Sample } from './stats.ts';
+import { parseMetrics } from './stats.ts';
+
+export interface Context {
+  kube: Kube;
+  cri: CriRuntime;
+  nodeName: string;
+  log: (msg: string) => void;
+}
+
+export async function createContext(): Promise<Context> {
+  const env = clusterEnv();
+  const t0 = Date.now();
+  return {
+    kube: await Kube.connect(),
+    cri: await CriRuntime.connect(env.containerdSocket),
+    nodeName: env.nodeName,
+    log: (msg) => console.log(`[bench +${((Date.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${msg}`),
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A sidecar that exits 0 at once on SIGTERM: the shell waits on `sleep` in the background, so the trap runs immediately. */
+export const SIDECAR_SCRIPT = "trap 'exit 0' TERM; while true; do sleep 1 & wait $!; done";
+export const SIDECAR_MARK = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT', value: 'true' };
+
+export function busybox(name: string, script: string, extra: Partial<V1Container> = {}): V1Container {
+  return { name, image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', script], ...extra };
+}
+
+export async function createNamespace(ctx: Context, prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await ctx.kube.request('POST', '/api/v1/namespaces', { metadata: { name, labels: { 'sidecar-terminator.bench/part': prefix } } });
+  // Pods are refused until the ServiceAccount controller has made the default ServiceAccount.
+  await waitUntil(async () => {
+    try {
+      await ctx.kube.get(`/api/v1/namespaces/${name}/serviceaccounts/default`);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 30_000, `ServiceAccount default in ${name}`);
+  return name;
+}
+
+/** Deletes the namespace and waits (bounded) until it is gone; returns the seconds it took. */
+export async function deleteNamespace(ctx: Context, name: string, timeoutMs = 180_000): Promise<number> {
+  const t0 = Date.now();
+  try {
+    await ctx.kube.request('DELETE', `/api/v1/namespaces/${name}`);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+  }
+  await waitUntil(async () => {
+    try {
+      await ctx.kube.get(`/api/v1/namespaces/${name}`);
+      return false;
+    } catch (err) {
+      return err instanceof ApiError && err.status === 404;
+    }
+  }, timeoutMs, `namespace ${name} deleted`, 1000);
+  return (Date.now() - t0) / 1000;
+}
+
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, intervalMs = 500): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+export interface JobOptions {
+  containers: V1Container[];
+  initContainers?: V1Container[];
+  volumes?: V1Volume[];
+}
+
+/** A Job pinned to the cluster's node, restartPolicy Never, no retries. */
+export function jobBody(name: string, o: JobOptions): V1Job {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name },
+    spec: {
+      backoffLimit: 0,
+      template: {
+        spec: {
+          nodeName: clusterEnv().nodeName,
+          restartPolicy: 'Never',
+          terminationGracePeriodSeconds: 10,
+          containers: o.containers,
+          initContainers: o.initContainers,
+          volumes: o.volumes,
+        },
+      },
+    },
+  };
+}
+
+export function createJob(ctx: Context, namespace: string, job: V1Job): Promise<V1Job> {
+  return retrying(() => ctx.kube.request<V1Job>('POST', `/apis/batch/v1/namespaces/${namespace}/jobs`, job));
+}
+
+export async function listPods(ctx: Context, namespace: string): Promise<V1Pod[]> {
+  return (await ctx.kube.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${namespace}/pods`)).items;
+}
+
+export function statusOf(pod: V1Pod, name: string) {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s) => s.name === name);
+}
+
+/** The runtime's view of a Pod's container (nanosecond timestamps), by its status' containerID. */
+export async function runtimeContainer(ctx: Context, pod: V1Pod, name: string): Promise<RuntimeContainer | undefined> {
+  const id = statusOf(pod, name)?.containerID?.replace(/^containerd:\/\//, '');
+  return id ? ctx.cri.status(id) : undefined;
+}
+
+export const nsToMs = (ns: bigint) => Number(ns / 1000n) / 1000;
+
+// ---------------------------------------------------------------- processes of containers
+
+/** The host PID of a container's first process (the node process of our images), by container ID. */
+export function containerPid(containerID: string): number {
+  const id = containerID.replace(/^containerd:\/\//, '');
+  const out = execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', 'tasks', 'ls'], { encoding: 'utf8' });
+  for (const line of out.split('\n')) {
+    const [task, pid] = line.trim().split(/\s+/);
+    if (task === id && pid) return Number(pid);
+  }
+  throw new Error(`no running task for container ${id}`);
+}
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** RSS (bytes) and CPU seconds (user + system) of a process, read from /proc without touching it. */
+export function procStats(pid: number): { rssBytes: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields after "(comm) ": state is index 0, utime index 11, stime index 12.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { rssBytes: rssKb * 1024, cpuSeconds: ticks / CLK_TCK };
+}
+
+/** Samples a process' RSS every `intervalMs` in the background; stop() returns the samples. */
+export function sampleRss(pid: number, intervalMs = 500): { stop: () => { tMs: number; rssBytes: number }[] } {
+  const samples: { tMs: number; rssBytes: number }[] = [];
+  const take = () => {
+    try {
+      samples.push({ tMs: Date.now(), rssBytes: procStats(pid).rssBytes });
+    } catch {
+      // The process is gone (a restart): the gap shows in the samples.
+    }
+  };
+  take();
+  const timer = setInterval(take, intervalMs);
+  return { stop: () => { clearInterval(timer); take(); return samples; } };
+}
+
+// ---------------------------------------------------------------- metrics
+
+export function scrape(podIP: string, port: number): Promise<Sample[]> {
+  return scrapeUrl(`http://${podIP}:${port}/metrics`);
+}
+
+export async function scrapeUrl(url: string): Promise<Sample[]> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  return parseMetrics(await res.text());
+}
+
+export async function apiserverMetrics(ctx: Context): Promise<Sample[]> {
+  return parseMetrics(await ctx.kube.get<string>('/metrics'));
+}

@@ -1,0 +1,74 @@
+// Deploys sidecar-terminator for the benchmark: the project as e2e deploys it (kubectl apply -k),
+// then the flags put back to the shipped defaults (the e2e overlay shortens the resync periods to
+// 5 s for fast tests, which would not be what users run), and API Priority and Fairness
+// FlowSchemas that give the agent's and the controller's ServiceAccounts flows of their own, so
+// kube-apiserver counts their requests separately (apiserver_flowcontrol_dispatched_requests_total).
+import type { V1Pod } from '@kubernetes/client-node';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, deployProject } from '../e2e/support/deploy.ts';
+import { kubectl } from '../e2e/support/kubectl.ts';
+import type { Context } from './context.ts';
+import { sleep } from './context.ts';
+import { ApiError } from './kube.ts';
+
+export const AGENT_FLOW = 'bench-sidecar-terminator-agent';
+export const CONTROLLER_FLOW = 'bench-sidecar-terminator-controller';
+
+export interface Deployed {
+  agent: V1Pod;
+  leader: V1Pod;
+  args: { agent: string[]; controller: string[] };
+}
+
+export async function deploy(ctx: Context): Promise<Deployed> {
+  ctx.log('deploying sidecar-terminator (kubectl apply -k, image built offline)');
+  await deployProject();
+  const args = { agent: ['agent', '--host-run-dir=/host/var/run'], controller: ['controller'] };
+  const patch = (value: string[]) => JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/args', value }]);
+  kubectl('-n', NAMESPACE, 'patch', 'daemonset', AGENT, '--type=json', '-p', patch(args.agent));
+  kubectl('-n', NAMESPACE, 'patch', 'deployment', CONTROLLER, '--type=json', '-p', patch(args.controller));
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+  for (const [flow, sa] of [[AGENT_FLOW, AGENT], [CONTROLLER_FLOW, CONTROLLER]] as const) await flowSchema(ctx, flow, sa);
+  const leader = await controllerLeader(90_000);
+  const agent = await agentPod();
+  await waitReady(ctx, agent);
+  ctx.log(`deployed with the default flags (agent ${args.agent.join(' ')}; controller ${args.controller.join(' ')}); agent ${agent.metadata!.name}, leader ${leader.metadata!.name}`);
+  return { agent, leader, args };
+}
+
+async function waitReady(ctx: Context, pod: V1Pod): Promise<void> {
+  for (let i = 0; i < 120; i++) {
+    const p = await ctx.kube.get<V1Pod>(`/api/v1/namespaces/${NAMESPACE}/pods/${pod.metadata!.name}`);
+    if (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return;
+    await sleep(1000);
+  }
+  throw new Error(`${pod.metadata!.name} not ready`);
+}
+
+/**
+ * A FlowSchema matching every request of one ServiceAccount, on the priority level its requests
+ * get by default (workload-low, from the suggested `service-accounts` FlowSchema), so only the
+ * accounting changes, not how the requests are served.
+ */
+async function flowSchema(ctx: Context, name: string, serviceAccount: string): Promise<void> {
+  const body = {
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name },
+    spec: {
+      priorityLevelConfiguration: { name: 'workload-low' },
+      matchingPrecedence: 1000,
+      distinguisherMethod: { type: 'ByUser' },
+      rules: [{
+        subjects: [{ kind: 'ServiceAccount', serviceAccount: { name: serviceAccount, namespace: NAMESPACE } }],
+        resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], clusterScope: true, namespaces: ['*'] }],
+        nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+      }],
+    },
+  };
+  try {
+    await ctx.kube.request('POST', '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', body);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 409)) throw err;
+  }
+}

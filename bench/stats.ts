@@ -1,0 +1,69 @@
+// Percentiles and Prometheus text-format reading for the benchmark.
+
+export interface Summary {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  min: number;
+  max: number;
+  mean: number;
+}
+
+/** Linear interpolation between closest ranks (numpy's default), on a copy. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p / 100) * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
+}
+
+export function summarize(values: readonly number[]): Summary {
+  const round = (x: number) => Math.round(x * 10) / 10;
+  if (values.length === 0) return { n: 0, p50: NaN, p90: NaN, p99: NaN, min: NaN, max: NaN, mean: NaN };
+  return {
+    n: values.length,
+    p50: round(percentile(values, 50)),
+    p90: round(percentile(values, 90)),
+    p99: round(percentile(values, 99)),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+    mean: round(values.reduce((a, b) => a + b, 0) / values.length),
+  };
+}
+
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses Prometheus text exposition (comments skipped). */
+export function parseMetrics(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    if (m[3]) {
+      for (const l of m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    }
+    out.push({ name: m[1]!, labels, value: Number(m[4]) });
+  }
+  return out;
+}
+
+/** Sum of the samples of `name` whose labels include `match`. */
+export function metricSum(samples: readonly Sample[], name: string, match: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const s of samples) {
+    if (s.name !== name) continue;
+    if (Object.entries(match).every(([k, v]) => s.labels[k] === v)) sum += s.value;
+  }
+  return sum;
+}
+
+export const MB = 1024 * 1024;
