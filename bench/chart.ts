@@ -8,6 +8,8 @@ export interface Series {
   label: string;
   color: string;
   values: number[];
+  /** The sample count to show when `values` are quantiles of a larger sample. */
+  n?: number;
 }
 
 export interface Panel {
@@ -63,7 +65,7 @@ function panel(x0: number, y0: number, p: Panel): string {
     parts.push(`<text x="${px + 20}" y="${py + 40}" font-size="14">no data</text>`);
     return parts.join('\n');
   }
-  let lo = Math.min(...all);
+  let lo = Math.min(...all, p.target?.at ?? Infinity);
   let hi = Math.max(...all, p.target?.at ?? -Infinity);
   if (p.logX) {
     lo = Math.max(0.1, lo * 0.8);
@@ -83,7 +85,7 @@ function panel(x0: number, y0: number, p: Panel): string {
     parts.push(`<line x1="${x}" y1="${py}" x2="${x}" y2="${py + plotH}" stroke="#e3e3e3"/>`);
     parts.push(`<text x="${x}" y="${py + plotH + 18}" font-size="12" text-anchor="middle">${fmt(t)}</text>`);
   }
-  for (const q of [0, 0.25, 0.5, 0.75, 0.9, 0.99, 1]) {
+  for (const q of [0, 0.25, 0.5, 0.75, 0.9, 0.99]) {
     const y = sy(q);
     parts.push(`<line x1="${px}" y1="${y}" x2="${px + plotW}" y2="${y}" stroke="#e3e3e3"/>`);
     parts.push(`<text x="${px - 6}" y="${y + 4}" font-size="12" text-anchor="end">${q === 0.99 ? 'p99' : q === 0.9 ? 'p90' : q === 0.5 ? 'p50' : q.toFixed(2)}</text>`);
@@ -108,9 +110,9 @@ function panel(x0: number, y0: number, p: Panel): string {
     const d = pts.map(([x, q], i) => `${i ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(q).toFixed(1)}`).join(' ');
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"/>`);
     const ly = py + plotH - 16 - si * 20;
-    const label = `${s.label}: n=${v.length}, p50 ${percentile(v, 50).toFixed(0)}, p99 ${percentile(v, 99).toFixed(0)}`;
-    parts.push(`<rect x="${px + plotW - 330}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
-    parts.push(`<text x="${px + plotW - 310}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
+    const label = `${s.label}: n=${s.n ?? v.length}, p50 ${percentile(v, 50).toFixed(0)}, p99 ${percentile(v, 99).toFixed(0)}`;
+    parts.push(`<rect x="${px + plotW - 410}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
+    parts.push(`<text x="${px + plotW - 390}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
   });
   return parts.join('\n');
 }

@@ -4,9 +4,9 @@
 //   4. the controller with 20,000 Pods
 // Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale selects parts (default all).
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Context } from './context.ts';
 import { createContext } from './context.ts';
 import type { AgentResult, BurstResult } from './burst.ts';
@@ -187,13 +187,16 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
       {
         title: `2. burst: ${r.burst?.jobs ?? 100} mains finishing at once, main → sidecar finished`,
         xLabel: 'ms (containerd finishedAt)',
-        series: [{ label: 'sidecar-terminator', color: '#2ca02c', values: r.burst?.samplesMs ?? [] }, { label: 'native sidecar', color: '#ff7f0e', values: r.burstNative?.samplesMs ?? [] }],
+        series: [
+          { label: `sidecar-terminator (${r.burst?.missed ?? 0} > 30 s not drawn)`, color: '#2ca02c', values: r.burst?.samplesMs ?? [] },
+          { label: `native (${r.burstNative?.missed ?? 0} > 30 s not drawn)`, color: '#ff7f0e', values: r.burstNative?.samplesMs ?? [] },
+        ],
         target: { at: 2000, label: 'target p99 < 2 s' },
       },
       {
         title: `4. controller, ${r.controller?.podsInApi ?? 20000} Pods: status update → request created`,
         xLabel: `ms, log scale (status write sent → request's watch event), ${r.controller?.achievedRate ?? '-'} finishing/s`,
-        series: [{ label: 'leader', color: '#9467bd', values: r.controller ? scaleSamples(r.controller) : [] }],
+        series: [{ label: 'leader', color: '#9467bd', values: r.controller ? scaleSamples(r.controller) : [], n: r.controller?.latencyMs.n }],
         logX: true,
         target: { at: 50, label: 'target p99 ≤ 50 ms' },
       },
@@ -208,7 +211,15 @@ function scaleSamples(c: ScaleResult): number[] {
   return c.latencyQuantilesMs;
 }
 
-main().catch((err: unknown) => {
+/** `node bench/run.ts --chart [results.json]`: draws the chart again from a run's results (no cluster needed). */
+function redraw(path: string): void {
+  const results = JSON.parse(readFileSync(path, 'utf8')) as Results;
+  const dir = dirname(path);
+  console.log(chart(results, join(dir, 'latency.svg'), join(dir, 'latency.png')) ? `bench: drew ${join(dir, 'latency.png')}` : 'bench: no PNG');
+}
+
+if (process.argv[2] === '--chart') redraw(process.argv[3] ?? join(HERE, 'results.json'));
+else main().catch((err: unknown) => {
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
 });
