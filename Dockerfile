@@ -25,7 +25,7 @@ WORKDIR /app
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
-# Loaded at run time by the agent's CRI client (dist/agent/runtime/cri-client.js: ../../../proto).
+# Loaded at run time by the agent's runtime clients (dist/agent/runtime/*.js: ../../../proto).
 COPY proto ./proto
 # distroless' "nonroot". The agent's DaemonSet overrides it with uid 0 (without any capability)
 # to reach the root-owned runtime sockets: docs/deploy.md.

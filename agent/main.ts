@@ -1,14 +1,18 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
 import * as k8s from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { GROUP, LABEL_ACTIVE, LABEL_NODE_NAME, PLURAL, VERSION } from '../crr/types.ts';
+import { GROUP, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, PLURAL, VERSION } from '../crr/types.ts';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import { loadKubeConfig } from '../common/kubeconfig.ts';
-import { createLogger, errorMessage } from '../common/log.ts';
+import { createLogger, errorMessage, statusCode } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import type { ListPage } from '../common/informer.ts';
 import { ProjectingInformer } from '../common/informer.ts';
+import { mayNeedSidecarTermination } from '../crr/sidecar/classify.ts';
+import type { PodProjection } from '../crr/sidecar/projection.ts';
+import { projectPod } from '../crr/sidecar/projection.ts';
+import { ExitHandler } from './exit-handler.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
@@ -16,6 +20,18 @@ import { projectAgentPod } from './pod.ts';
 import { Reconciler, podKey } from './reconciler.ts';
 import type { RuntimeDiscovery } from './runtimes.ts';
 import { RuntimeRegistry } from './runtimes.ts';
+
+/** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules. */
+interface CachedPod {
+  pod: AgentPod;
+  /** Only for Pods the sidecar rules may concern. */
+  termination?: PodProjection;
+}
+
+function projectCachedPod(pod: k8s.V1Pod): CachedPod {
+  const termination = projectPod(pod);
+  return { pod: projectAgentPod(pod), ...(mayNeedSidecarTermination(termination) ? { termination } : {}) };
+}
 
 export interface RunningAgent {
   stop(): Promise<void>;
@@ -27,7 +43,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const metrics = createAgentMetrics(() => queue.depth());
-  const runtimes = new RuntimeRegistry(discover, log);
+  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode) => exits.containerExited(runtime, id, exitCode));
 
   // Callbacks below run only after start(), when the queue exists.
   const enqueue = (key: string) => queue.add(key);
@@ -46,13 +62,13 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   });
   const hasRequests = (namespace: string, name: string) => requests.list(namespace).some((r) => r.spec?.podName === name);
   const podSelector = `spec.nodeName=${config.nodeName}`;
-  // Only the compact AgentPod of each Pod on this node is kept.
-  const pods = new ProjectingInformer<k8s.V1Pod, AgentPod>({
+  // Only compact projections of each Pod on this node are kept.
+  const pods = new ProjectingInformer<k8s.V1Pod, CachedPod>({
     kubeConfig: kc,
     path: '/api/v1/pods',
     fieldSelector: podSelector,
     listPage: (token, limit) => core.listPodForAllNamespaces({ fieldSelector: podSelector, limit, _continue: token }),
-    project: projectAgentPod,
+    project: projectCachedPod,
     onChange: (key) => {
       const [namespace, name] = key.split('/') as [string, string];
       if (hasRequests(namespace, name)) enqueue(key);
@@ -61,17 +77,37 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     log,
   });
 
+  const events = new EventRecorder(core, 'sidecar-terminator-agent', log, config.nodeName);
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
     core,
     custom,
-    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`),
+    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.pod,
     cachedRequests: (namespace) => requests.list(namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
-    events: new EventRecorder(core, 'sidecar-terminator-agent', log, config.nodeName),
+    events,
     metrics,
     log,
     requeue: enqueue,
+  });
+  const exits = new ExitHandler({
+    nodeName: config.nodeName,
+    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.termination,
+    activeRequests: (namespace, podUid) => requests.list(namespace).filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
+    runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
+    createRequest: async (body) => {
+      try {
+        await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: body.metadata.namespace!, body });
+        return true;
+      } catch (err) {
+        if (statusCode(err) === 409) return false;
+        throw err;
+      }
+    },
+    events,
+    metrics,
+    log,
+    workers: config.workers,
   });
   const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
@@ -105,6 +141,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     async stop() {
       clearInterval(resync);
       queue.stop();
+      exits.stop();
       pods.stop();
       requests.stop();
       runtimes.close();

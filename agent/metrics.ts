@@ -12,6 +12,12 @@ export function createAgentMetrics(queueDepth: () => number) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    requestsOnExit: new Counter({
+      name: 'sidecar_terminator_agent_requests_on_exit_total',
+      help: 'First requests for a Pod\'s sidecars that the agent made on seeing its main containers exit in the runtime, by result (created; existed: the controller or an earlier try was first).',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     stopSeconds: new Histogram({
       name: 'sidecar_terminator_agent_stop_seconds',
       help: 'Time from a request first seen by the agent to its container having exited.',

@@ -6,6 +6,8 @@ import type { Runtimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
 export type RuntimeDiscovery = () => Promise<Runtimes>;
+/** A container exited in a runtime; its ID without the prefix. */
+export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
 
@@ -16,10 +18,12 @@ export class RuntimeRegistry {
   private timer: NodeJS.Timeout | undefined;
   private readonly discover: RuntimeDiscovery;
   private readonly log: Logger;
+  private readonly onExit: ExitListener | undefined;
 
-  constructor(discover: RuntimeDiscovery, log: Logger) {
+  constructor(discover: RuntimeDiscovery, log: Logger, onExit?: ExitListener) {
     this.discover = discover;
     this.log = log;
+    this.onExit = onExit;
   }
 
   /** Connects now, and keeps trying in the background until something answers. */
@@ -46,12 +50,26 @@ export class RuntimeRegistry {
     this.runtimes = undefined;
   }
 
+  /** The prefixes of the runtimes that report exits as they happen. */
+  private watchExits(runtimes: Runtimes): string[] {
+    const onExit = this.onExit;
+    if (!onExit) return [];
+    return runtimes.runtimes.filter((runtime) =>
+      runtime.watchExits?.({
+        onExit: (id, exitCode) => onExit(runtime, id, exitCode),
+        onError: (error, retryInMs) =>
+          this.log.warn('container exit stream broke, subscribing again', { runtime: runtime.idPrefix, error: error.message, retryInMs }),
+      }),
+    ).map((r) => r.idPrefix);
+  }
+
   private async connect(): Promise<void> {
     try {
       this.runtimes = await this.discover();
       this.lastError = undefined;
       this.backoffMs = 500;
-      this.log.info('container runtimes connected', { runtimes: this.prefixes(), skipped: this.runtimes.skipped });
+      const reportingExits = this.watchExits(this.runtimes);
+      this.log.info('container runtimes connected', { runtimes: this.prefixes(), reportingExits, skipped: this.runtimes.skipped });
     } catch (err) {
       this.lastError = errorMessage(err);
       this.log.warn('no container runtime reachable, retrying', { error: this.lastError, retryInMs: this.backoffMs });

@@ -73,7 +73,9 @@ export class SidecarController {
         return;
       case 'createRequest':
         if (decision.delayMs > 0) return { requeueAfterMs: decision.delayMs };
-        await this.createRequest(decision.request);
+        // Already there: the node's agent saw the mains exit first (it then gave the event), or a
+        // previous leader or try created it; the watch brings it.
+        if (!(await this.createRequest(decision.request))) return;
         this.deps.metrics.requestsCreated.inc();
         if (decision.retryOf) this.deps.metrics.retries.inc();
         break;
@@ -98,12 +100,14 @@ export class SidecarController {
     await this.emit(pod, decision.events);
   }
 
-  private async createRequest(request: ContainerRecreateRequest): Promise<void> {
+  /** Resolves false when a request of that name already exists. */
+  private async createRequest(request: ContainerRecreateRequest): Promise<boolean> {
     try {
       await this.deps.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: request.metadata.namespace!, body: request });
+      return true;
     } catch (err) {
-      // Already there: created by a previous leader or a previous try; the watch brings it.
       if (statusCode(err) !== 409) throw err;
+      return false;
     }
   }
 

@@ -1,7 +1,17 @@
 // ContainerRuntime over a CRI runtime.v1 socket (containerd, CRI-O, cri-dockerd).
 import { CriClient, socketPath, type ContainerStatus, type CriContainerState } from './cri-client.ts';
+import { ContainerdExitStream } from './containerd-exits.ts';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
-import type { ContainerRuntime, ContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
+import type {
+  ContainerOwner,
+  ContainerRuntime,
+  ContainerState,
+  ExecResult,
+  ExitWatchCallbacks,
+  PodContainer,
+  RuntimeContainer,
+  RuntimeVersion,
+} from './types.ts';
 
 export interface CriRuntimeOptions {
   /** Deadline of quick calls (Version, ContainerStatus). Default 10 s. */
@@ -25,6 +35,23 @@ function nanos(value: string | number | undefined): bigint {
   return BigInt(value);
 }
 
+/** The labels kubelet sets on the containers it creates (kubelet's kuberuntime labels). */
+export const KUBELET_LABELS = {
+  podUid: 'io.kubernetes.pod.uid',
+  podNamespace: 'io.kubernetes.pod.namespace',
+  podName: 'io.kubernetes.pod.name',
+  container: 'io.kubernetes.container.name',
+} as const;
+
+export function ownerFromLabels(labels: Record<string, string> | undefined): ContainerOwner | undefined {
+  const podUid = labels?.[KUBELET_LABELS.podUid];
+  const podNamespace = labels?.[KUBELET_LABELS.podNamespace];
+  const podName = labels?.[KUBELET_LABELS.podName];
+  const container = labels?.[KUBELET_LABELS.container];
+  if (!podUid || !podNamespace || !podName || !container) return undefined;
+  return { podUid, podNamespace, podName, container };
+}
+
 export function fromCriStatus(status: ContainerStatus): RuntimeContainer {
   const state = STATES[status.state] ?? 'unknown';
   const container: RuntimeContainer = {
@@ -35,6 +62,8 @@ export function fromCriStatus(status: ContainerStatus): RuntimeContainer {
   };
   if (state === 'exited') container.exitCode = status.exitCode;
   if (status.reason) container.reason = status.reason;
+  const owner = ownerFromLabels(status.labels);
+  if (owner) container.owner = owner;
   return container;
 }
 
@@ -45,6 +74,7 @@ export class CriRuntime implements ContainerRuntime {
   readonly #callTimeoutMs: number;
   readonly #stopMarginMs: number;
   readonly #execMarginMs: number;
+  #exits: ContainerdExitStream | undefined;
 
   private constructor(client: CriClient, idPrefix: string, options: CriRuntimeOptions) {
     this.#client = client;
@@ -124,7 +154,34 @@ export class CriRuntime implements ContainerRuntime {
     };
   }
 
+  /** containerd only: CRI's own GetContainerEvents is not served by containerd 1.6. */
+  watchExits(callbacks: ExitWatchCallbacks): boolean {
+    if (this.idPrefix !== 'containerd') return false;
+    this.#exits?.close();
+    this.#exits = new ContainerdExitStream(this.socket, callbacks);
+    return true;
+  }
+
+  async podContainers(podUid: string): Promise<PodContainer[]> {
+    const { containers } = await this.#client.call(
+      'ListContainers',
+      { filter: { labelSelector: { [KUBELET_LABELS.podUid]: podUid } } },
+      { timeoutMs: this.#callTimeoutMs },
+    );
+    return Promise.all(
+      containers.map(async (c): Promise<PodContainer> => {
+        const state = STATES[c.state] ?? 'unknown';
+        const listed = { id: c.id, name: c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state };
+        if (state !== 'exited') return listed;
+        // The exit code is only in the container's status; a container removed meanwhile has none.
+        const status = await this.status(c.id);
+        return status?.exitCode === undefined ? listed : { ...listed, exitCode: status.exitCode };
+      }),
+    );
+  }
+
   close(): void {
+    this.#exits?.close();
     this.#client.close();
   }
 }

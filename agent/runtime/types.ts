@@ -13,6 +13,33 @@ export interface RuntimeContainer {
   finishedAtNs: bigint;
   /** Runtime's reason for the state, e.g. "Completed", "Error", "OOMKilled". */
   reason?: string;
+  /** The Pod container it was created for, when kubelet created it. */
+  owner?: ContainerOwner;
+}
+
+/** From the labels kubelet puts on every container it creates. */
+export interface ContainerOwner {
+  podUid: string;
+  podNamespace: string;
+  podName: string;
+  /** The container's name in the Pod spec. */
+  container: string;
+}
+
+/** One container kubelet created for a Pod; `attempt` is the Pod status's restartCount for it. */
+export interface PodContainer {
+  id: string;
+  name: string;
+  attempt: number;
+  state: ContainerState;
+  /** Set once the container has exited. */
+  exitCode?: number;
+}
+
+export interface ExitWatchCallbacks {
+  /** The runtime's own view (status, listings) may still show the container running for a moment. */
+  onExit: (containerId: string, exitCode: number) => void;
+  onError: (error: Error, retryInMs: number) => void;
 }
 
 export interface ExecResult {
@@ -36,5 +63,12 @@ export interface ContainerRuntime {
   stop(id: string, timeoutSeconds: number): Promise<void>;
   /** Runs a command in the container, bounded by `timeoutSeconds`. */
   exec(id: string, command: string[], timeoutSeconds: number): Promise<ExecResult>;
+  /**
+   * Reports container exits as they happen, until close(); false when this runtime cannot. Lets the
+   * agent act on a main container's exit before kubelet has noticed it.
+   */
+  watchExits?(callbacks: ExitWatchCallbacks): boolean;
+  /** Every container kubelet created for the Pod (all attempts). */
+  podContainers?(podUid: string): Promise<PodContainer[]>;
   close(): void;
 }

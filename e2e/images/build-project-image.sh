@@ -2,7 +2,7 @@
 # Builds the project image offline (no registry, no `docker build`), with what the Dockerfile packages:
 #   /app/dist          `npm run build` output
 #   /app/node_modules  production dependencies only, no install scripts (`npm ci --omit=dev --ignore-scripts`)
-#   /app/proto         the CRI proto, loaded at run time by agent/runtime/cri-client.ts
+#   /app/proto         the CRI and containerd events protos, loaded at run time by agent/runtime/
 #   /app/package.json  ("type": "module")
 # plus a Node 24 runtime in the layout of gcr.io/distroless/nodejs24-debian12: the binary of the
 # `node` npm package (our devDependency) at /nodejs/bin/node and the shared libraries `ldd` names,

@@ -1,0 +1,95 @@
+// The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
+// Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
+// sidecars, created by the agent itself.
+import type { EventRecorder } from '../common/events.ts';
+import type { Logger } from '../common/log.ts';
+import { errorMessage } from '../common/log.ts';
+import { WorkQueue } from '../common/queue.ts';
+import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
+import type { PodProjection } from '../crr/sidecar/projection.ts';
+import { DEFAULT_OPTIONS, projectRequest } from '../crr/sidecar/requests.ts';
+import type { ContainerRecreateRequest } from '../crr/types.ts';
+import { requestOnMainExit } from './main-exit.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { ContainerRuntime } from './runtime/types.ts';
+
+export interface ExitHandlerDeps {
+  nodeName: string;
+  /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
+  cachedPod: (namespace: string, name: string) => PodProjection | undefined;
+  activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
+  runtimeFor: (prefix: string) => ContainerRuntime | undefined;
+  /** Resolves false when a request of that name already exists. */
+  createRequest: (request: ContainerRecreateRequest) => Promise<boolean>;
+  events: EventRecorder;
+  metrics: AgentMetrics;
+  log: Logger;
+  workers: number;
+}
+
+export class ExitHandler {
+  private readonly deps: ExitHandlerDeps;
+  private readonly queue: WorkQueue;
+  /**
+   * Exits reported by the runtime's event stream, by queue key, until handled: the runtime's
+   * listing may still show those containers running for a moment.
+   */
+  private readonly reportedExits = new Map<string, Map<string, number>>();
+
+  constructor(deps: ExitHandlerDeps) {
+    this.deps = deps;
+    this.queue = new WorkQueue({
+      workers: deps.workers,
+      handler: (key) => this.handle(key),
+      onError: (key, err, retryInMs) => deps.log.warn('could not act on a container exit, retrying', { pod: key, error: errorMessage(err), retryInMs }),
+    });
+  }
+
+  /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
+  containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number): void {
+    runtime.status(containerId).then(
+      (container) => {
+        const owner = container?.owner;
+        // A Pod sandbox, a container kubelet did not create, or one already removed.
+        if (!owner || !this.deps.cachedPod(owner.podNamespace, owner.podName)) return;
+        const key = `${runtime.idPrefix}/${owner.podNamespace}/${owner.podName}`;
+        const exits = this.reportedExits.get(key) ?? new Map<string, number>();
+        this.reportedExits.set(key, exits.set(containerId, exitCode));
+        this.queue.add(key);
+      },
+      (err: unknown) => this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) }),
+    );
+  }
+
+  stop(): void {
+    this.queue.stop();
+  }
+
+  private async handle(key: string): Promise<void> {
+    const [prefix, namespace, name] = key.split('/') as [string, string, string];
+    const exits = this.reportedExits.get(key);
+    this.reportedExits.delete(key);
+    const pod = this.deps.cachedPod(namespace, name);
+    const runtime = this.deps.runtimeFor(prefix);
+    if (!pod || pod.nodeName !== this.deps.nodeName || !runtime?.podContainers) return;
+    const containers = (await runtime.podContainers(pod.uid)).map((c) => {
+      const exitCode = exits?.get(c.id);
+      return exitCode === undefined ? c : { ...c, state: 'exited' as const, exitCode };
+    });
+    const decision = requestOnMainExit({
+      pod,
+      containers,
+      runtimePrefix: prefix,
+      requests: this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid)),
+      nowMs: Date.now(),
+      options: DEFAULT_OPTIONS,
+    });
+    if (!decision) return;
+    const created = await this.deps.createRequest(decision.request);
+    this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
+    if (!created) return;
+    this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
+    // Warnings about the Pod are the controller's to give; the agent reports what it did.
+    for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) await this.deps.events.emit(pod, event);
+  }
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../crr/sidecar/fixtures.ts';
+import { projectPod } from '../crr/sidecar/projection.ts';
+import { DEFAULT_OPTIONS, requestName } from '../crr/sidecar/requests.ts';
+import type { ExistingRequest } from '../crr/sidecar/requests.ts';
+import { requestOnMainExit, runtimeView } from './main-exit.ts';
+import type { PodContainer } from './runtime/types.ts';
+
+const run = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'running' });
+const exit = (name: string, exitCode: number | undefined, attempt = 0): PodContainer => ({
+  id: `${name}-${attempt}`, name, attempt, state: 'exited', ...(exitCode === undefined ? {} : { exitCode }),
+});
+const created = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'created' });
+
+/** The status kubelet last reported: both running, phase Running. */
+const reported: PodSpec = { containers: [main('main'), sidecar('proxy')], phase: 'Running' };
+
+interface Case {
+  name: string;
+  pod?: PodSpec;
+  runtime: PodContainer[];
+  requests?: ExistingRequest[];
+  /** Containers of the request the agent creates; undefined: none. */
+  stops?: string[];
+}
+
+const cases: Case[] = [
+  { name: 'Never: main exited 0 in the runtime before kubelet reported it', runtime: [exit('main', 0), run('proxy')], stops: ['proxy'] },
+  { name: 'Never: a failed main releases the sidecars too', runtime: [exit('main', 2), run('proxy')], stops: ['proxy'] },
+  { name: 'main still running', runtime: [run('main'), run('proxy')] },
+  { name: 'OnFailure: a failed main is restarted, not done', pod: { ...reported, restartPolicy: 'OnFailure' }, runtime: [exit('main', 1), run('proxy')] },
+  { name: 'OnFailure: the restarted main succeeded', pod: { ...reported, restartPolicy: 'OnFailure' }, runtime: [exit('main', 1), exit('main', 0, 1), run('proxy')], stops: ['proxy'] },
+  { name: 'OnFailure: the main is being restarted', pod: { ...reported, restartPolicy: 'OnFailure' }, runtime: [exit('main', 1), created('main', 1), run('proxy')] },
+  { name: 'an exit whose code the runtime no longer has: the reported status stands', runtime: [exit('main', undefined), run('proxy')] },
+  { name: 'Pending Pod whose containers have all started', pod: { ...reported, phase: 'Pending', containers: [main('main', 'noStatus'), sidecar('proxy', 'noStatus')] }, runtime: [exit('main', 0), run('proxy')], stops: ['proxy'] },
+  { name: 'Pending Pod whose sidecar has not started', pod: { ...reported, phase: 'Pending', containers: [main('main', 'noStatus'), sidecar('proxy', 'noStatus')] }, runtime: [exit('main', 0), created('proxy')] },
+  { name: 'sidecar already exited', runtime: [exit('main', 0), exit('proxy', 0)] },
+  { name: 'a request is already active for the Pod', runtime: [exit('main', 0), run('proxy')], requests: [request({ name: requestName(UID, 1), containers: [{ name: 'proxy' }] })] },
+  { name: 'a retry is the controller\'s business', runtime: [exit('main', 0), run('proxy')], requests: [request({ name: requestName(UID, 1), completed: true, containers: [{ name: 'proxy' }] })] },
+  { name: 'only ignore-exit-code sidecars left: the controller patches the phase', pod: { ...reported, containers: [main('main'), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] }, runtime: [exit('main', 0), run('proxy')] },
+  { name: 'Pod being deleted', pod: { ...reported, deleting: true }, runtime: [exit('main', 0), run('proxy')] },
+  { name: 'restartPolicy Always', pod: { ...reported, restartPolicy: 'Always' }, runtime: [exit('main', 0), run('proxy')] },
+  { name: 'two mains, one still running', pod: { ...reported, containers: [main('a'), main('b'), sidecar('proxy')] }, runtime: [exit('a', 0), run('b'), run('proxy')] },
+  { name: 'two mains done, two sidecars, one already exited', pod: { ...reported, containers: [main('a'), main('b'), sidecar('p1'), sidecar('p2')] }, runtime: [exit('a', 0), exit('b', 0), exit('p1', 0), run('p2')], stops: ['p2'] },
+];
+
+describe('requestOnMainExit', () => {
+  for (const c of cases) {
+    it(c.name, () => {
+      const decision = requestOnMainExit({
+        pod: projectPod(makePod(c.pod ?? reported)),
+        containers: c.runtime,
+        runtimePrefix: 'containerd',
+        requests: c.requests ?? [],
+        nowMs: NOW,
+        options: DEFAULT_OPTIONS,
+      });
+      assert.deepEqual(decision?.containers, c.stops);
+    });
+  }
+
+  it('pins the request to the runtime\'s container, as the controller would from the status', () => {
+    const decision = requestOnMainExit({
+      pod: projectPod(makePod({ ...reported, containers: [main('main'), sidecar('proxy', 'running', [], { restarts: 2 })] })),
+      containers: [exit('main', 0), run('proxy', 2)],
+      runtimePrefix: 'containerd',
+      requests: [],
+      nowMs: NOW,
+      options: DEFAULT_OPTIONS,
+    });
+    assert.equal(decision?.request.metadata.name, requestName(UID, 1));
+    assert.deepEqual(decision?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-2', restartCount: 2 } }]);
+  });
+});
+
+describe('runtimeView', () => {
+  it('keeps the reported status of containers the runtime does not have', () => {
+    const pod = projectPod(makePod({ containers: [main('main', exited(0)), sidecar('proxy')], phase: 'Running' }));
+    const view = runtimeView(pod, [run('proxy', 1)], 'containerd');
+    assert.deepEqual(view.statuses, [
+      pod.statuses[0],
+      { name: 'proxy', containerID: 'containerd://proxy-1', restartCount: 1, state: { kind: 'running' } },
+    ]);
+  });
+});

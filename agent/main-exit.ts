@@ -1,0 +1,71 @@
+// What the agent decides when a container of a Pod on its node exits in the runtime. It overlays the
+// runtime's view on the Pod's last reported status and applies the controller's own rules
+// (crr/sidecar/decide.ts) to it: when they ask for a first request, the agent creates it, seconds
+// before kubelet has relisted, updated the Pod status, and the controller has seen it. Everything
+// else (retries, phase patches, image swaps, warnings) stays with the controller, which also creates
+// the same request (same name) itself should the agent miss the exit.
+import { decide } from '../crr/sidecar/decide.ts';
+import type { CreateRequest } from '../crr/sidecar/decision.ts';
+import type { ContainerState, ContainerStatusProjection, PodProjection } from '../crr/sidecar/projection.ts';
+import type { ExistingRequest, SidecarTerminatorOptions } from '../crr/sidecar/requests.ts';
+import type { PodContainer } from './runtime/types.ts';
+
+/**
+ * The Pod as the runtime sees it now: each container's status comes from its latest attempt in the
+ * runtime (kubelet's attempt number is the status's restartCount); containers the runtime does not
+ * have keep their reported status. A Pending Pod whose containers have all started is running.
+ */
+export function runtimeView(pod: PodProjection, containers: readonly PodContainer[], runtimePrefix: string): PodProjection {
+  const statuses = pod.containers.flatMap((spec): ContainerStatusProjection[] => {
+    const reported = pod.statuses.find((s) => s.name === spec.name);
+    const latest = latestAttempt(containers, spec.name);
+    const state = latest && runtimeState(latest);
+    if (!latest || !state) return reported ? [reported] : [];
+    return [{ name: spec.name, containerID: `${runtimePrefix}://${latest.id}`, restartCount: latest.attempt, state }];
+  });
+  const started = pod.containers.every((spec) => {
+    const state = latestAttempt(containers, spec.name)?.state;
+    return state === 'running' || state === 'exited';
+  });
+  const phase = pod.phase === 'Pending' && started ? 'Running' : pod.phase;
+  return { ...pod, phase, statuses };
+}
+
+function latestAttempt(containers: readonly PodContainer[], name: string): PodContainer | undefined {
+  return containers.reduce<PodContainer | undefined>(
+    (latest, c) => (c.name === name && (!latest || c.attempt > latest.attempt) ? c : latest),
+    undefined,
+  );
+}
+
+/** undefined when the runtime's view says less than the reported status (an exit without its code). */
+function runtimeState(c: PodContainer): ContainerState | undefined {
+  switch (c.state) {
+    case 'running':
+      return { kind: 'running' };
+    case 'exited':
+      return c.exitCode === undefined ? undefined : { kind: 'terminated', exitCode: c.exitCode };
+    case 'created':
+      return { kind: 'waiting' };
+    default:
+      return undefined;
+  }
+}
+
+export interface MainExitInput {
+  pod: PodProjection;
+  containers: readonly PodContainer[];
+  runtimePrefix: string;
+  /** The active requests of the Pod that the agent watches. */
+  requests: readonly ExistingRequest[];
+  nowMs: number;
+  options: SidecarTerminatorOptions;
+}
+
+/** The first request for the Pod's sidecars, when the runtime shows its mains done; else undefined. */
+export function requestOnMainExit(input: MainExitInput): CreateRequest | undefined {
+  const view = runtimeView(input.pod, input.containers, input.runtimePrefix);
+  const decision = decide(view, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
+  if (decision.kind !== 'createRequest' || decision.attempt !== 1 || decision.delayMs > 0) return undefined;
+  return decision;
+}

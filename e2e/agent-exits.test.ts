@@ -1,0 +1,94 @@
+// The agent acting on main containers' exits it sees in containerd, with the controller scaled to
+// zero: only the agent can then create the request, so a Job that completes shows it did. Also the
+// admission policy that keeps each agent to its own node's Pods.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { clients, clusterEnv } from './support/cluster.ts';
+import * as jobs from './support/jobs.ts';
+import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, deployProject, scrapePod } from './support/deploy.ts';
+import { kubectl, kubectlWithInput } from './support/kubectl.ts';
+import { waitFor } from './support/wait.ts';
+import { containerStatus } from './support/workloads.ts';
+
+const { core } = clients();
+let namespace: string;
+
+async function requestsCreatedOnExit(): Promise<number> {
+  const text = await scrapePod(await agentPod(), 9090);
+  const line = text.split('\n').find((l) => l.startsWith('sidecar_terminator_agent_requests_on_exit_total{result="created"}'));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+describe('the agent, on main containers exiting in the runtime', () => {
+  before(async () => {
+    await deployProject();
+    kubectl('-n', NAMESPACE, 'scale', `deployment/${CONTROLLER}`, '--replicas=0');
+    await waitFor(async () => (await controllerPods()).length === 0, { description: 'no controller Pod', timeoutMs: 60_000 });
+    namespace = await createTestNamespace(core, 'agent-exits');
+  });
+  after(async () => {
+    if (namespace) await deleteTestNamespace(core, namespace);
+    await deployProject(); // the controller back, and its leader elected
+  });
+
+  it('Never, main exits 0: the agent creates the request, the Job completes without the controller', async () => {
+    const before = await requestsCreatedOnExit();
+    await jobs.runJob(namespace, 'alone', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
+    const { job, type } = await jobs.finishedJob(namespace, 'alone');
+    const pod = await jobs.onlyPod(namespace, 'alone');
+    const [request] = await requestsFor(pod);
+    console.log(`# ${jobs.timeline('agent alone, Never', job, pod, 'main', 'proxy', request)}`);
+    assert.equal(type, 'Complete');
+    assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0);
+    assert.equal(request?.metadata.labels?.['crr.sidecar-terminator.dev/node-name'], pod.spec?.nodeName);
+    assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+    assert.equal(await requestsCreatedOnExit(), before + 1);
+    const ev = await podEvents(pod);
+    assert.ok(ev.some((e) => e.startsWith('Normal StoppingSidecars') && e.includes(request!.metadata.name!)), ev.join('\n'));
+  });
+
+  it('OnFailure, main fails once: nothing until the restarted main succeeds', async () => {
+    const once = 'if [ -f /work/failed-once ]; then sleep 1; exit 0; else touch /work/failed-once; sleep 1; exit 1; fi';
+    await jobs.runJob(namespace, 'retry', {
+      restartPolicy: 'OnFailure',
+      backoffLimit: 6,
+      volumes: [{ name: 'work', emptyDir: {} }],
+      containers: [
+        container('main', once, { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
+        container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] }),
+      ],
+    });
+    const { type } = await jobs.finishedJob(namespace, 'retry');
+    const pod = await jobs.onlyPod(namespace, 'retry');
+    const requests = await requestsFor(pod);
+    assert.equal(type, 'Complete');
+    assert.equal(containerStatus(pod, 'main')?.restartCount, 1);
+    assert.equal(containerStatus(pod, 'proxy')?.restartCount, 0);
+    assert.equal(requests.length, 1);
+    // Created after the main's second, successful run ended (API times have 1 s resolution).
+    assert.ok(new Date(requests[0]!.metadata.creationTimestamp!).getTime() >= finishedAt(pod, 'main')!.getTime());
+  });
+
+  describe('admission: an agent creates requests only for its own node', () => {
+    const node = () => clusterEnv().nodeName;
+    function createAsAgent(nodeName: string, labelNode: string): string {
+      const body = JSON.stringify({
+        apiVersion: 'sidecar-terminator.dev/v1alpha1',
+        kind: 'ContainerRecreateRequest',
+        metadata: { name: 'admission-check', namespace, labels: { 'crr.sidecar-terminator.dev/node-name': labelNode } },
+        spec: { podName: 'p', containers: [{ name: 'c' }] },
+      });
+      return kubectlWithInput(
+        body,
+        'create', '--dry-run=server', '-o', 'name', '-f', '-',
+        `--as=system:serviceaccount:${NAMESPACE}:${AGENT}`,
+        `--as-user-extra=authentication.kubernetes.io/node-name=${nodeName}`,
+      );
+    }
+    it('allowed for its own node', () => assert.match(createAsAgent(node(), node()), /admission-check/));
+    it('denied for another node', () => assert.throws(() => createAsAgent(node(), 'other-node'), /only for Pods on its own node/));
+    it('denied without a node in its token', () => assert.throws(() => createAsAgent('', node()), /only for Pods on its own node/));
+  });
+});
