@@ -7,9 +7,3 @@ export function kubectl(...args: string[]): string {
   const env = clusterEnv();
   return execFileSync(join(env.k8sBinDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
-
-/** kubectl with `input` on its stdin (e.g. `-f -`). */
-export function kubectlWithInput(input: string, ...args: string[]): string {
-  const env = clusterEnv();
-  return execFileSync(join(env.k8sBinDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
-}
