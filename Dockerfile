@@ -6,14 +6,15 @@
 # Without a registry or Docker, e2e/images/build-project-image.sh builds the same contents offline
 # as an OCI archive (docs/images.md).
 
-# ---- build: compile TypeScript, then keep only the production dependencies ----
+# ---- build: bundle the TypeScript (scripts/build.ts), then keep only the production dependencies ----
 FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # No install scripts: the `node` devDependency would download a second Node (this image has one),
 # and the optional native addons of ssh2 (Docker over SSH, unused) fall back to JavaScript.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json main.ts ./
+COPY main.ts ./
+COPY scripts/build.ts ./scripts/build.ts
 COPY agent ./agent
 COPY common ./common
 COPY crr ./crr
@@ -25,7 +26,7 @@ WORKDIR /app
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
-# Loaded at run time by the agent's runtime clients (dist/agent/runtime/*.js: ../../../proto).
+# Loaded at run time by the agent's runtime clients (from dist/main.js: ../proto).
 COPY proto ./proto
 # distroless' "nonroot". The agent's DaemonSet overrides it with uid 0 (without any capability)
 # to reach the root-owned runtime sockets: docs/deploy.md.

@@ -90,6 +90,6 @@ export class ExitHandler {
     if (!created) return;
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
-    for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) await this.deps.events.emit(pod, event);
+    for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);
   }
 }

@@ -1,13 +1,14 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
-import * as k8s from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { GROUP, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, PLURAL, VERSION } from '../crr/types.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../crr/types.ts';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
-import { loadKubeConfig } from '../common/kubeconfig.ts';
+import { KubeClient } from '../common/kube/client.ts';
+import { loadKubeConfig } from '../common/kube/config.ts';
+import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage, statusCode } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import type { ListPage } from '../common/informer.ts';
 import { ProjectingInformer } from '../common/informer.ts';
 import { mayNeedSidecarTermination } from '../crr/sidecar/classify.ts';
 import type { PodProjection } from '../crr/sidecar/projection.ts';
@@ -28,7 +29,7 @@ interface CachedPod {
   termination?: PodProjection;
 }
 
-function projectCachedPod(pod: k8s.V1Pod): CachedPod {
+function projectCachedPod(pod: V1Pod): CachedPod {
   const termination = projectPod(pod);
   return { pod: projectAgentPod(pod), ...(mayNeedSidecarTermination(termination) ? { termination } : {}) };
 }
@@ -39,9 +40,7 @@ export interface RunningAgent {
 
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
   const log = createLogger('agent').child({ node: config.nodeName });
-  const kc = loadKubeConfig(config.kubeconfig);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig));
   const metrics = createAgentMetrics(() => queue.depth());
   const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode) => exits.containerExited(runtime, id, exitCode));
 
@@ -49,13 +48,11 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const enqueue = (key: string) => queue.add(key);
   const requestSelector = `${LABEL_NODE_NAME}=${config.nodeName},${LABEL_ACTIVE}=true`;
   const requests = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
-    kubeConfig: kc,
-    path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+    client,
+    path: requestPath(),
     labelSelector: requestSelector,
-    listPage: async (token, limit) => (await custom.listClusterCustomObject({
-      group: GROUP, version: VERSION, plural: PLURAL, labelSelector: requestSelector, limit, _continue: token,
-    })) as ListPage<ContainerRecreateRequest>,
     project: (r) => r,
+    indexBy: (r) => r.metadata.labels?.[LABEL_POD_UID],
     onChange: (_key, r) => r?.spec?.podName && enqueue(podKey(r.metadata.namespace!, r.spec.podName)),
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,
@@ -63,11 +60,10 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const hasRequests = (namespace: string, name: string) => requests.list(namespace).some((r) => r.spec?.podName === name);
   const podSelector = `spec.nodeName=${config.nodeName}`;
   // Only compact projections of each Pod on this node are kept.
-  const pods = new ProjectingInformer<k8s.V1Pod, CachedPod>({
-    kubeConfig: kc,
-    path: '/api/v1/pods',
+  const pods = new ProjectingInformer<V1Pod, CachedPod>({
+    client,
+    path: podPath(),
     fieldSelector: podSelector,
-    listPage: (token, limit) => core.listPodForAllNamespaces({ fieldSelector: podSelector, limit, _continue: token }),
     project: projectCachedPod,
     onChange: (key) => {
       const [namespace, name] = key.split('/') as [string, string];
@@ -77,11 +73,10 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     log,
   });
 
-  const events = new EventRecorder(core, 'sidecar-terminator-agent', log, config.nodeName);
+  const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName);
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
-    core,
-    custom,
+    client,
     cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.pod,
     cachedRequests: (namespace) => requests.list(namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
@@ -93,11 +88,11 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const exits = new ExitHandler({
     nodeName: config.nodeName,
     cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.termination,
-    activeRequests: (namespace, podUid) => requests.list(namespace).filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
+    activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: async (body) => {
       try {
-        await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: body.metadata.namespace!, body });
+        await client.create(requestPath(body.metadata.namespace), body);
         return true;
       } catch (err) {
         if (statusCode(err) === 409) return false;
@@ -145,6 +140,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
       pods.stop();
       requests.stop();
       runtimes.close();
+      await events.flushed();
       await new Promise((resolve) => server.close(resolve));
     },
   };

@@ -1,9 +1,10 @@
 // The agent's I/O around the pure planner: gathers a Pod's requests, the Pod and the runtime's view
 // of each target container, writes the planned status, and carries out the stops it orders.
-import type * as k8s from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../common/kube/client.ts';
+import { podPath } from '../common/kube/paths.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
-import { GROUP, LABEL_POD_UID, PLURAL, VERSION, isCompleted } from '../crr/types.ts';
+import { LABEL_POD_UID, isCompleted, requestPath } from '../crr/types.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
@@ -19,8 +20,7 @@ import type { ContainerRuntime } from './runtime/types.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
-  core: k8s.CoreV1Api;
-  custom: k8s.CustomObjectsApi;
+  client: KubeClient;
   /** The cached Pod on this node, if the watch has it. */
   cachedPod: (namespace: string, name: string) => AgentPod | undefined;
   /** Active requests for this node in a namespace, from the watch cache. */
@@ -36,7 +36,6 @@ export interface ReconcilerDeps {
 }
 
 const MIN_STOP_SECONDS = 2;
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 export function podKey(namespace: string, podName: string): string {
   return `${namespace}/${podName}`;
@@ -94,7 +93,7 @@ export class Reconciler {
     const cached = this.deps.cachedPod(namespace, name);
     if (cached && (!wantedUid || cached.uid === wantedUid)) return cached;
     try {
-      return projectAgentPod(await this.deps.core.readNamespacedPod({ namespace, name }));
+      return projectAgentPod(await this.deps.client.get<V1Pod>(podPath(namespace, name)));
     } catch (err) {
       if (statusCode(err) === 404) return undefined;
       throw err;
@@ -138,11 +137,9 @@ export class Reconciler {
   private async writeStatus(crr: ContainerRecreateRequest, status: CRRStatus, outcome: string): Promise<ContainerRecreateRequest> {
     if (sameStatus(crr.status, status)) return crr;
     const { namespace, name, resourceVersion } = crr.metadata;
-    const updated = (await this.deps.custom.patchNamespacedCustomObjectStatus({
-      group: GROUP, version: VERSION, plural: PLURAL, namespace: namespace!, name: name!,
-      // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
-      body: { metadata: { resourceVersion }, status },
-    }, mergePatch)) as ContainerRecreateRequest;
+    // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
+    const updated = await this.deps.client.patch<ContainerRecreateRequest>(
+      requestPath(namespace, name, 'status'), { metadata: { resourceVersion }, status }, 'merge');
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
       this.deps.metrics.requestsCompleted.inc({ outcome });
       this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });
@@ -169,11 +166,11 @@ export class Reconciler {
     const started = this.now();
     if (!runtime) return this.markFailed(crr, order.name, `no ${parsed.runtime} runtime on node ${this.deps.nodeName}`);
 
-    await this.deps.events.emit(ref, { type: 'Normal', reason: 'Killing', message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
+    this.deps.events.emit(ref, { type: 'Normal', reason: 'Killing', message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
     if (order.preStop) {
       const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, order.graceSeconds * 1000);
       if (failure) {
-        await this.deps.events.emit(ref, { type: 'Warning', reason: 'FailedPreStopHook', message: `PreStop hook of container ${order.name} failed: ${failure}` });
+        this.deps.events.emit(ref, { type: 'Warning', reason: 'FailedPreStopHook', message: `PreStop hook of container ${order.name} failed: ${failure}` });
       }
     }
     const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(order.graceSeconds - (this.now() - started) / 1000));

@@ -1,5 +1,8 @@
-// Events on a Pod, where `kubectl describe pod` shows them to the user.
-import type * as k8s from '@kubernetes/client-node';
+// Events on a Pod, where `kubectl describe pod` shows them to the user. They are sent in the
+// background, a few at a time: an event must never delay a stop or a request, and a burst of them
+// must not crowd out the API requests that do the work.
+import type { KubeClient } from './kube/client.ts';
+import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
 
@@ -15,41 +18,72 @@ export interface PodEvent {
   message: string;
 }
 
+const IN_FLIGHT = 4;
+/** Past this many waiting, new events are dropped (and counted in the log) rather than kept in memory. */
+const MAX_WAITING = 1000;
+
 export class EventRecorder {
-  private readonly core: k8s.CoreV1Api;
+  private readonly client: KubeClient;
   private readonly component: string;
   private readonly host: string | undefined;
   private readonly log: Logger;
+  private readonly waiting: object[] = [];
+  private inFlight = 0;
+  private dropped = 0;
+  private idle: (() => void)[] = [];
 
-  constructor(core: k8s.CoreV1Api, component: string, log: Logger, host?: string) {
-    this.core = core;
+  constructor(client: KubeClient, component: string, log: Logger, host?: string) {
+    this.client = client;
     this.component = component;
     this.log = log;
     this.host = host;
   }
 
-  /** Records the event; a failure is logged, never thrown: an event is not worth failing a stop for. */
-  async emit(pod: PodRef, event: PodEvent): Promise<void> {
-    const now = new Date();
-    try {
-      await this.core.createNamespacedEvent({
-        namespace: pod.namespace,
-        body: {
-          metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
-          involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: pod.namespace, name: pod.name, uid: pod.uid },
-          type: event.type,
-          reason: event.reason,
-          message: event.message.slice(0, 1024),
-          source: { component: this.component, host: this.host },
-          reportingComponent: this.component,
-          reportingInstance: this.host ?? this.component,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
-      });
-    } catch (err) {
-      this.log.warn('could not record event', { pod: `${pod.namespace}/${pod.name}`, reason: event.reason, error: errorMessage(err) });
+  /** Queues the event; a failure to record it is logged, never thrown. */
+  emit(pod: PodRef, event: PodEvent): void {
+    if (this.waiting.length >= MAX_WAITING) {
+      if (this.dropped++ % 100 === 0) this.log.warn('events backlog full, dropping events', { dropped: this.dropped, reason: event.reason });
+      return;
     }
+    this.waiting.push(this.body(pod, event, new Date().toISOString()));
+    this.pump();
+  }
+
+  /** Resolves once every queued event was sent (or failed). */
+  flushed(): Promise<void> {
+    if (this.inFlight === 0 && this.waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private pump(): void {
+    while (this.inFlight < IN_FLIGHT && this.waiting.length > 0) {
+      const body = this.waiting.shift() as { metadata: { namespace: string }; involvedObject: { name: string }; reason: string };
+      this.inFlight++;
+      this.client.create(resourcePath('v1', 'events', body.metadata.namespace), body)
+        .catch((err: unknown) => this.log.warn('could not record event', {
+          pod: `${body.metadata.namespace}/${body.involvedObject.name}`, reason: body.reason, error: errorMessage(err),
+        }))
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+          if (this.inFlight === 0 && this.waiting.length === 0) for (const resolve of this.idle.splice(0)) resolve();
+        });
+    }
+  }
+
+  private body(pod: PodRef, event: PodEvent, now: string): object {
+    return {
+      metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: pod.namespace, name: pod.name, uid: pod.uid },
+      type: event.type,
+      reason: event.reason,
+      message: event.message.slice(0, 1024),
+      source: { component: this.component, host: this.host },
+      reportingComponent: this.component,
+      reportingInstance: this.host ?? this.component,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
   }
 }

@@ -2,37 +2,42 @@
 // object, so that watching every Pod of a large cluster stays small. Lists in pages, resumes the
 // watch from the last resource version (bookmarks keep it fresh), re-lists after 410 Gone, and backs
 // off on errors without ever giving up.
-import * as k8s from '@kubernetes/client-node';
+import type { KubeClient, WatchEvent } from './kube/client.ts';
 import type { Logger } from './log.ts';
-import { errorMessage } from './log.ts';
+import { errorMessage, statusCode } from './log.ts';
 
 export interface ObjectMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
-export interface ListPage<T> {
+interface ListPage<T> {
   items: T[];
-  metadata?: { resourceVersion?: string; _continue?: string; continue?: string };
+  metadata?: { resourceVersion?: string; continue?: string };
 }
 
 export interface InformerOptions<T extends ObjectMeta, P> {
-  kubeConfig: k8s.KubeConfig;
-  /** API path to watch, e.g. /api/v1/pods */
+  client: KubeClient;
+  /** API path to list and watch, e.g. /api/v1/pods */
   path: string;
-  /** One page of the list; `continueToken` is undefined for the first. */
-  listPage: (continueToken: string | undefined, limit: number) => Promise<ListPage<T>>;
   labelSelector?: string;
   fieldSelector?: string;
   /** What to keep of an object; undefined keeps nothing (the object is of no interest). */
   project: (obj: T) => P | undefined;
   /** Called for every change of a kept projection, and when one goes away (projection undefined). */
   onChange: (key: string, projection: P | undefined) => void;
+  /** One value to look projections up by (byIndex) without scanning them all. */
+  indexBy?: (projection: P) => string | undefined;
   onRestart?: () => void;
   log: Logger;
   pageSize?: number;
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/** Spreads the server-side ends of watches over 5–10 minutes, as client-go does. */
+function watchTimeoutSeconds(): number {
+  return 300 + Math.floor(Math.random() * 300);
+}
 
 export function objectKey(obj: ObjectMeta): string {
   const { namespace, name } = obj.metadata ?? {};
@@ -41,8 +46,10 @@ export function objectKey(obj: ObjectMeta): string {
 
 export class ProjectingInformer<T extends ObjectMeta, P> {
   private readonly items = new Map<string, P>();
+  /** indexBy value → keys, and key → its indexBy value. */
+  private readonly index = new Map<string, Set<string>>();
+  private readonly indexed = new Map<string, string>();
   private readonly o: InformerOptions<T, P>;
-  private readonly watch: k8s.Watch;
   private resourceVersion = '';
   private synced = false;
   private stopped = false;
@@ -52,7 +59,6 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
 
   constructor(options: InformerOptions<T, P>) {
     this.o = options;
-    this.watch = new k8s.Watch(options.kubeConfig);
   }
 
   start(): void {
@@ -81,6 +87,11 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     return this.items.size;
   }
 
+  /** The projections whose indexBy value is `value`. */
+  byIndex(value: string): P[] {
+    return [...(this.index.get(value) ?? [])].map((key) => this.items.get(key)!);
+  }
+
   /** All kept projections, or those of one namespace. */
   list(namespace?: string): P[] {
     const out: P[] = [];
@@ -94,15 +105,21 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     if (this.stopped) return;
     try {
       if (!this.resourceVersion) await this.relist();
-      this.abort = await this.watch.watch(
+      this.abort = new AbortController();
+      await this.o.client.watch<T & { code?: number }>(
         this.o.path,
-        { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector },
-        (phase, obj: T & { code?: number }) => this.onEvent(phase, obj),
-        (err: unknown) => this.onDone(err),
+        { ...this.selectors(), resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: watchTimeoutSeconds() },
+        (event) => this.onEvent(event),
+        this.abort.signal,
       );
+      this.onDone(undefined);
     } catch (err) {
       this.onDone(err);
     }
+  }
+
+  private selectors() {
+    return { labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
   }
 
   private async relist(): Promise<void> {
@@ -110,13 +127,13 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     let token: string | undefined;
     let version = '';
     do {
-      const page = await this.o.listPage(token, this.o.pageSize ?? 500);
+      const page = await this.o.client.get<ListPage<T>>(this.o.path, { ...this.selectors(), limit: this.o.pageSize ?? 500, continue: token });
       for (const obj of page.items) {
         const key = objectKey(obj);
         seen.add(key);
         this.apply(key, obj);
       }
-      token = page.metadata?._continue ?? page.metadata?.continue ?? undefined;
+      token = page.metadata?.continue || undefined;
       version = page.metadata?.resourceVersion ?? version;
     } while (token);
     for (const key of [...this.items.keys()]) {
@@ -126,7 +143,7 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     this.synced = true;
   }
 
-  private onEvent(phase: string, obj: T & { code?: number }): void {
+  private onEvent({ type: phase, object: obj }: WatchEvent<T & { code?: number }>): void {
     if (phase === 'ERROR') {
       // 410 Gone: our resource version is too old; the watch ends and we re-list.
       if (obj.code === 410) this.resourceVersion = '';
@@ -141,8 +158,7 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
   private onDone(err: unknown): void {
     this.abort = undefined;
     if (this.stopped) return;
-    const code = (err as { statusCode?: number; code?: number } | null)?.statusCode ?? (err as { code?: number } | null)?.code;
-    if (code === 410) this.resourceVersion = '';
+    if (statusCode(err) === 410) this.resourceVersion = '';
     if (!err) {
       // The server closed a healthy watch (its timeout): resume at once from where we were.
       void this.run();
@@ -163,11 +179,31 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
       return;
     }
     this.items.set(key, projection);
+    this.reindex(key, this.o.indexBy?.(projection));
     this.o.onChange(key, projection);
   }
 
   private remove(key: string): void {
-    if (this.items.delete(key)) this.o.onChange(key, undefined);
+    if (!this.items.delete(key)) return;
+    this.reindex(key, undefined);
+    this.o.onChange(key, undefined);
+  }
+
+  private reindex(key: string, value: string | undefined): void {
+    const old = this.indexed.get(key);
+    if (old === value) return;
+    if (old !== undefined) {
+      const keys = this.index.get(old)!;
+      keys.delete(key);
+      if (keys.size === 0) this.index.delete(old);
+      this.indexed.delete(key);
+    }
+    if (value !== undefined) {
+      let keys = this.index.get(value);
+      if (!keys) this.index.set(value, (keys = new Set()));
+      keys.add(key);
+      this.indexed.set(key, value);
+    }
   }
 }
 

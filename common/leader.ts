@@ -1,12 +1,19 @@
 // Leader election on a coordination.k8s.io/v1 Lease, in the manner of client-go: the holder renews
 // the Lease every retry period; a candidate takes it over once it has seen no renewal for a whole
 // lease duration (measured on its own clock, so clock skew between nodes does not matter).
-import * as k8s from '@kubernetes/client-node';
+import type { KubeClient } from './kube/client.ts';
+import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
+/** The fields of a coordination.k8s.io/v1 Lease that the election reads and writes. */
+interface Lease {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number };
+}
+
 export interface LeaderElectionOptions {
-  kubeConfig: k8s.KubeConfig;
+  client: KubeClient;
   namespace: string;
   name: string;
   identity: string;
@@ -20,7 +27,7 @@ export interface LeaderElectionOptions {
 }
 
 export class LeaderElector {
-  private readonly api: k8s.CoordinationV1Api;
+  private readonly client: KubeClient;
   private readonly o: Required<LeaderElectionOptions>;
   private leading = false;
   private stopped = false;
@@ -30,7 +37,7 @@ export class LeaderElector {
 
   constructor(options: LeaderElectionOptions) {
     this.o = { leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2, ...options };
-    this.api = options.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.client = options.client;
   }
 
   isLeader(): boolean {
@@ -48,10 +55,10 @@ export class LeaderElector {
     if (!this.leading) return;
     this.leading = false;
     try {
-      const lease = await this.api.readNamespacedLease({ namespace: this.o.namespace, name: this.o.name });
+      const lease = await this.client.get<Lease>(this.leasePath());
       if (lease.spec?.holderIdentity !== this.o.identity) return;
       lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
-      await this.api.replaceNamespacedLease({ namespace: this.o.namespace, name: this.o.name, body: lease });
+      await this.client.replace(this.leasePath(), lease);
       this.o.log.info('leader lease released', { lease: this.o.name });
     } catch (err) {
       this.o.log.warn('could not release the leader lease', { error: errorMessage(err) });
@@ -84,15 +91,14 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity, leaseDurationSeconds } = this.o;
-    const now = new k8s.V1MicroTime();
-    let lease: k8s.V1Lease;
+    const now = microTime(new Date());
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ namespace, name });
+      lease = await this.client.get<Lease>(this.leasePath());
     } catch (err) {
       if (statusCode(err) !== 404) throw err;
-      await this.api.createNamespacedLease({
-        namespace,
-        body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 } },
+      await this.client.create(resourcePath('coordination.k8s.io/v1', 'leases', namespace), {
+        metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
       });
       return true;
     }
@@ -113,7 +119,16 @@ export class LeaderElector {
       leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver ? 1 : 0),
     };
     // replace carries the resourceVersion: two candidates cannot both win the same round.
-    await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+    await this.client.replace(this.leasePath(), lease);
     return true;
   }
+
+  private leasePath(): string {
+    return resourcePath('coordination.k8s.io/v1', 'leases', this.o.namespace, this.o.name);
+  }
+}
+
+/** A Lease's MicroTime: RFC 3339 with exactly six fractional digits. */
+function microTime(at: Date): string {
+  return `${at.toISOString().slice(0, 23)}000Z`;
 }

@@ -2,22 +2,23 @@
 // terminator. Several replicas may run; only the Lease holder acts.
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import * as k8s from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
-import { loadKubeConfig } from '../common/kubeconfig.ts';
+import { KubeClient } from '../common/kube/client.ts';
+import { loadKubeConfig } from '../common/kube/config.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import type { ListPage } from '../common/informer.ts';
 import { ProjectingInformer } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from './types.ts';
-import { GROUP, LABEL_POD_UID, PLURAL, VERSION } from './types.ts';
+import { LABEL_POD_UID, requestPath } from './types.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import type { NodeKind } from './sidecar/classify.ts';
@@ -38,17 +39,17 @@ interface Loop {
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   const log = createLogger('controller').child({ identity });
-  const kc = loadKubeConfig(config.kubeconfig);
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig));
   const metrics = createControllerMetrics();
   let loops: Loop[] = [];
 
   const lead = () => {
     metrics.isLeader.set(1);
-    loops = [startLoops(kc, config, metrics, log)];
+    loops = [startLoops(client, config, metrics, log)];
   };
   const elector = config.leaderElect
     ? new LeaderElector({
-        kubeConfig: kc, namespace: config.leaseNamespace, name: config.leaseName, identity, log,
+        client, namespace: config.leaseNamespace, name: config.leaseName, identity, log,
         onStartedLeading: lead,
         onStoppedLeading: () => {
           // Another replica may already act: stop at once, and let the Deployment restart us.
@@ -76,18 +77,16 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   };
 }
 
-function startLoops(kc: k8s.KubeConfig, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+function startLoops(client: KubeClient, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
   const onError = (what: string) => (key: string, err: unknown, retryInMs: number) =>
     log.warn(`${what} reconcile failed, retrying`, { key, error: errorMessage(err), retryInMs });
 
   // Callbacks run only after start(), when both queues exist.
   const requests = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
-    kubeConfig: kc,
-    path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-    listPage: async (token, limit) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, limit, _continue: token })) as ListPage<ContainerRecreateRequest>,
-    project: (r) => r,
+    client,
+    path: requestPath(),
+    project: withoutManagedFields,
+    indexBy: (r) => r.metadata.labels?.[LABEL_POD_UID],
     onChange: (key, r) => {
       if (!r) return;
       requestQueue.add(key);
@@ -99,11 +98,10 @@ function startLoops(kc: k8s.KubeConfig, config: ControllerConfig, metrics: Contr
   // Only Pods that may need their sidecars stopped are kept, and only as a compact projection;
   // the API server already leaves out restartPolicy Always Pods (most of a cluster).
   const podSelector = 'spec.restartPolicy!=Always';
-  const pods = new ProjectingInformer<k8s.V1Pod, CachedPod>({
-    kubeConfig: kc,
-    path: '/api/v1/pods',
+  const pods = new ProjectingInformer<V1Pod, CachedPod>({
+    client,
+    path: podPath(),
     fieldSelector: podSelector,
-    listPage: (token, limit) => core.listPodForAllNamespaces({ fieldSelector: podSelector, limit, _continue: token }),
     project: (p) => {
       const pod = projectPod(p);
       return mayNeedSidecarTermination(pod) ? { pod, receivedAtMs: Date.now() } : undefined;
@@ -114,10 +112,9 @@ function startLoops(kc: k8s.KubeConfig, config: ControllerConfig, metrics: Contr
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
     log,
   });
-  const nodes = new ProjectingInformer<k8s.V1Node, NodeKind>({
-    kubeConfig: kc,
-    path: '/api/v1/nodes',
-    listPage: (token, limit) => core.listNode({ limit, _continue: token }),
+  const nodes = new ProjectingInformer<V1Node, NodeKind>({
+    client,
+    path: resourcePath('v1', 'nodes'),
     project: nodeKindOf,
     onChange: () => {},
     onRestart: () => metrics.watchRestarts.inc({ resource: 'nodes' }),
@@ -125,16 +122,16 @@ function startLoops(kc: k8s.KubeConfig, config: ControllerConfig, metrics: Contr
   });
 
   const requestsController = new RequestsController({
-    core, custom, log,
+    client, log,
     cachedRequest: (namespace, name) => requests.get(`${namespace}/${name}`),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
   const sidecarController = new SidecarController({
-    core, custom, log, metrics,
+    client, log, metrics,
     cachedPod: (key) => pods.get(key),
-    requestsForPod: (namespace, uid) => requests.list(namespace).filter((r) => r.metadata.labels?.[LABEL_POD_UID] === uid),
-    nodeKind: async (name) => nodes.get(name) ?? nodeKindOf(await core.readNode({ name })),
-    events: new EventRecorder(core, 'sidecar-terminator', log),
+    requestsForPod: (namespace, uid) => requests.byIndex(uid).filter((r) => r.metadata.namespace === namespace),
+    nodeKind: async (name) => nodes.get(name) ?? nodeKindOf(await client.get<V1Node>(resourcePath('v1', 'nodes', undefined, name))),
+    events: new EventRecorder(client, 'sidecar-terminator', log),
     options: { ...DEFAULT_OPTIONS, activeDeadlineSeconds: config.requestDeadlineSeconds, ttlSecondsAfterFinished: config.requestTTLSeconds },
   });
   const requestQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => requestsController.reconcile(key), onError: onError('request') });
@@ -158,6 +155,13 @@ function startLoops(kc: k8s.KubeConfig, config: ControllerConfig, metrics: Contr
   };
 }
 
-function nodeKindOf(node: k8s.V1Node): NodeKind {
+/** managedFields are most of a request's size, and nothing here reads them. */
+function withoutManagedFields(r: ContainerRecreateRequest): ContainerRecreateRequest {
+  const metadata: ContainerRecreateRequest['metadata'] & { managedFields?: unknown } = { ...r.metadata };
+  delete metadata.managedFields;
+  return { ...r, metadata };
+}
+
+function nodeKindOf(node: V1Node): NodeKind {
   return node.metadata?.labels?.[VIRTUAL_NODE_LABEL_KEY] === VIRTUAL_NODE_LABEL_VALUE ? 'virtual' : 'real';
 }

@@ -1,21 +1,18 @@
 // The cluster side of ContainerRecreateRequests: admits new ones, completes the ones that cannot
 // run or ran out of time, unlabels and deletes finished ones, and handles unreadyGracePeriodSeconds.
-import type * as k8s from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../common/kube/client.ts';
+import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import { statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest, CRRStatus } from './types.ts';
-import { GROUP, LABEL_ACTIVE, PLURAL, READINESS_CONDITION, READINESS_FINALIZER, VERSION } from './types.ts';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from './types.ts';
 
 export interface RequestsControllerDeps {
-  core: k8s.CoreV1Api;
-  custom: k8s.CustomObjectsApi;
+  client: KubeClient;
   cachedRequest: (namespace: string, name: string) => ContainerRecreateRequest | undefined;
   log: Logger;
   onAction?: (action: string) => void;
@@ -48,9 +45,9 @@ export class RequestsController {
     return action.kind === 'none' && action.requeueAfterMs !== undefined ? { requeueAfterMs: action.requeueAfterMs } : undefined;
   }
 
-  private async readPod(namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
+  private async readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
     try {
-      return await this.deps.core.readNamespacedPod({ namespace, name });
+      return await this.deps.client.get<V1Pod>(podPath(namespace, name));
     } catch (err) {
       if (statusCode(err) === 404) return undefined;
       throw err;
@@ -69,7 +66,7 @@ export class RequestsController {
       case 'complete': {
         const states = crr.status?.containerRecreateStates ?? crr.spec.containers.map((c) => ({ name: c.name, phase: 'Pending' as const }));
         const status: CRRStatus = { phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: action.message, containerRecreateStates: states };
-        await this.deps.custom.patchNamespacedCustomObjectStatus({ ...this.target(crr), body: { metadata: { resourceVersion: crr.metadata.resourceVersion }, status } }, mergePatch);
+        await this.deps.client.patch(this.path(crr, 'status'), { metadata: { resourceVersion: crr.metadata.resourceVersion }, status }, 'merge');
         this.deps.log.info('request completed', { request: ref, message: action.message });
         return;
       }
@@ -78,7 +75,7 @@ export class RequestsController {
         return;
       case 'delete':
         try {
-          await this.deps.custom.deleteNamespacedCustomObject({ ...this.target(crr), body: { preconditions: { uid: crr.metadata.uid } } });
+          await this.deps.client.delete(this.path(crr), { preconditions: { uid: crr.metadata.uid } });
           this.deps.log.info('request deleted after its TTL', { request: ref });
         } catch (err) {
           if (statusCode(err) !== 404) throw err;
@@ -104,9 +101,7 @@ export class RequestsController {
           reason: action.ready ? 'ContainerRecreateFinished' : 'ContainerRecreating',
           message: `request ${crr.metadata.name}`,
         };
-        await this.deps.core.patchNamespacedPodStatus({
-          namespace: crr.metadata.namespace!, name: crr.spec.podName, body: { status: { conditions: [condition] } },
-        }, strategicPatch);
+        await this.deps.client.patch(podPath(crr.metadata.namespace, crr.spec.podName, 'status'), { status: { conditions: [condition] } }, 'strategic');
         return;
       }
       case 'none':
@@ -117,10 +112,10 @@ export class RequestsController {
   private patch(crr: ContainerRecreateRequest, body: { metadata?: object; spec?: object }): Promise<unknown> {
     // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
     const withVersion = { ...body, metadata: { ...body.metadata, resourceVersion: crr.metadata.resourceVersion } };
-    return this.deps.custom.patchNamespacedCustomObject({ ...this.target(crr), body: withVersion }, mergePatch);
+    return this.deps.client.patch(this.path(crr), withVersion, 'merge');
   }
 
-  private target(crr: ContainerRecreateRequest) {
-    return { group: GROUP, version: VERSION, plural: PLURAL, namespace: crr.metadata.namespace!, name: crr.metadata.name! };
+  private path(crr: ContainerRecreateRequest, subresource?: string): string {
+    return requestPath(crr.metadata.namespace, crr.metadata.name, subresource);
   }
 }

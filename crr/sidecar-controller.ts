@@ -1,8 +1,8 @@
 // The Job sidecar terminator's I/O around the pure decide(): reads the compact Pod, its node's kind
 // and its requests, and carries out the one action decided (create a request, swap images, patch
 // the phase), emitting each event once.
-import type * as k8s from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { KubeClient } from '../common/kube/client.ts';
+import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { statusCode } from '../common/log.ts';
@@ -16,9 +16,7 @@ import type { PodProjection } from './sidecar/projection.ts';
 import type { SidecarTerminatorOptions } from './sidecar/requests.ts';
 import { projectRequest } from './sidecar/requests.ts';
 import type { ContainerRecreateRequest } from './types.ts';
-import { GROUP, PLURAL, VERSION } from './types.ts';
-
-const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+import { requestPath } from './types.ts';
 
 /** A watched Pod: its projection and when the update that produced it arrived. */
 export interface CachedPod {
@@ -27,8 +25,7 @@ export interface CachedPod {
 }
 
 export interface SidecarControllerDeps {
-  core: k8s.CoreV1Api;
-  custom: k8s.CustomObjectsApi;
+  client: KubeClient;
   cachedPod: (key: string) => CachedPod | undefined;
   requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
@@ -69,7 +66,7 @@ export class SidecarController {
     switch (decision.kind) {
       case 'notHandled':
       case 'wait':
-        await this.emit(pod, decision.events);
+        this.emit(pod, decision.events);
         return;
       case 'createRequest':
         if (decision.delayMs > 0) return { requeueAfterMs: decision.delayMs };
@@ -80,30 +77,26 @@ export class SidecarController {
         if (decision.retryOf) this.deps.metrics.retries.inc();
         break;
       case 'swapImages':
-        await this.deps.core.patchNamespacedPod({
-          namespace: pod.namespace, name: pod.name,
-          // The resourceVersion makes this one compare-and-swap update: a conflict re-decides.
-          body: { metadata: { resourceVersion: pod.resourceVersion }, spec: { containers: decision.swaps.map((s) => ({ name: s.container, image: s.to })) } },
-        }, strategicPatch);
+        // The resourceVersion makes this one compare-and-swap update: a conflict re-decides.
+        await this.deps.client.patch(podPath(pod.namespace, pod.name), {
+          metadata: { resourceVersion: pod.resourceVersion }, spec: { containers: decision.swaps.map((s) => ({ name: s.container, image: s.to })) },
+        }, 'strategic');
         this.deps.metrics.imagePatches.inc();
         break;
       case 'patchPhase':
-        await this.deps.core.patchNamespacedPodStatus({
-          namespace: pod.namespace, name: pod.name,
-          body: { metadata: { resourceVersion: pod.resourceVersion }, ...decision.statusPatch },
-        }, strategicPatch);
+        await this.deps.client.patch(podPath(pod.namespace, pod.name, 'status'), { metadata: { resourceVersion: pod.resourceVersion }, ...decision.statusPatch }, 'strategic');
         this.deps.metrics.phasePatches.inc({ phase: decision.phase });
         break;
     }
     this.deps.metrics.actionLatency.observe({ action: decision.kind }, (this.now() - cached.receivedAtMs) / 1000);
     this.deps.log.info(decision.message, { pod: key, action: decision.kind });
-    await this.emit(pod, decision.events);
+    this.emit(pod, decision.events);
   }
 
   /** Resolves false when a request of that name already exists. */
   private async createRequest(request: ContainerRecreateRequest): Promise<boolean> {
     try {
-      await this.deps.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: request.metadata.namespace!, body: request });
+      await this.deps.client.create(requestPath(request.metadata.namespace), request);
       return true;
     } catch (err) {
       if (statusCode(err) !== 409) throw err;
@@ -111,13 +104,13 @@ export class SidecarController {
     }
   }
 
-  private async emit(pod: PodProjection, events: PodEvent[]): Promise<void> {
+  private emit(pod: PodProjection, events: PodEvent[]): void {
     let seen = this.emitted.get(pod.uid);
     for (const event of events) {
       if (seen?.has(event.key)) continue;
       if (!seen) this.emitted.set(pod.uid, (seen = new Set()));
       seen.add(event.key);
-      await this.deps.events.emit(pod, event);
+      this.deps.events.emit(pod, event);
     }
   }
 }

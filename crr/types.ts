@@ -1,11 +1,15 @@
 // The ContainerRecreateRequest API (sidecar-terminator.dev/v1alpha1). Field names follow
 // OpenKruise's apps.kruise.io/v1alpha1 CRR so that users and tools that know it know this one.
 
+import { resourcePath } from '../common/kube/paths.ts';
+
 export const GROUP = 'sidecar-terminator.dev';
 export const VERSION = 'v1alpha1';
 export const KIND = 'ContainerRecreateRequest';
 export const PLURAL = 'containerrecreaterequests';
 export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const requestPath = (namespace?: string, name?: string, subresource?: string) => resourcePath(API_VERSION, PLURAL, namespace, name, subresource);
 
 export const LABEL_NODE_NAME = 'crr.sidecar-terminator.dev/node-name';
 export const LABEL_POD_UID = 'crr.sidecar-terminator.dev/pod-uid';

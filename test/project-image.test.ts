@@ -5,9 +5,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { startContainerd, type Containerd } from './support/containerd.ts';
 import { REPO_ROOT } from './support/images.ts';
 import { run } from './support/run.ts';
@@ -118,9 +118,22 @@ describe('the project image', () => {
     // The image runs as uid 65532; this private socket is root's, 0660. (The DaemonSet runs the
     // agent as uid 0 without capabilities for this reason: docs/deploy.md.)
     chmodSync(containerd.socket, 0o666);
+    // No cluster here: a kubeconfig naming a server that is not there (the agent retries its watches).
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'st-image-kubeconfig-')), 'kubeconfig');
+    atProcessEnd(() => rmSync(dirname(kubeconfig), { recursive: true, force: true }));
+    writeFileSync(kubeconfig, JSON.stringify({
+      'current-context': 'none',
+      contexts: [{ name: 'none', context: { cluster: 'none', user: 'none' } }],
+      clusters: [{ name: 'none', cluster: { server: 'https://127.0.0.1:1' } }],
+      users: [{ name: 'none', user: { token: 'none' } }],
+    }));
+    chmodSync(kubeconfig, 0o644);
     const agent = start(
-      ['agent', '--node-name', 'image-test-node', '--host-run-dir', '/host/var/run'],
-      [`type=bind,src=${containerd.socket},dst=/host/var/run/containerd/containerd.sock,options=rbind:ro`],
+      ['agent', '--node-name', 'image-test-node', '--host-run-dir', '/host/var/run', '--kubeconfig', '/etc/kubeconfig'],
+      [
+        `type=bind,src=${containerd.socket},dst=/host/var/run/containerd/containerd.sock,options=rbind:ro`,
+        `type=bind,src=${kubeconfig},dst=/etc/kubeconfig,options=rbind:ro`,
+      ],
     );
     const until = Date.now() + 30_000;
     while (!/"message":"container runtimes connected"/.test(agent.output())) {

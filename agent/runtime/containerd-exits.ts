@@ -2,8 +2,7 @@
 // a container exited the moment containerd does, instead of after kubelet's next relist and status
 // update. The subscription is re-made with backoff whenever it ends (containerd restarted, socket
 // gone); exits missed meanwhile still reach the agent the slow way, through the Pod status.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
@@ -40,12 +39,7 @@ let eventsConstructor: grpc.ServiceClientConstructor | undefined;
 
 function eventsServiceConstructor(): grpc.ServiceClientConstructor {
   if (!eventsConstructor) {
-    const candidates = ['../../proto/containerd-events.proto', '../../../proto/containerd-events.proto'].map((rel) =>
-      fileURLToPath(new URL(rel, import.meta.url)),
-    );
-    const path = candidates.find((p) => existsSync(p));
-    if (!path) throw new Error(`containerd events proto not found; looked at ${candidates.join(', ')}`);
-    const definition = protoLoader.loadSync(path, { keepCase: false, longs: String, defaults: true });
+    const definition = protoLoader.loadSync(protoFile('containerd-events.proto'), { keepCase: false, longs: String, defaults: true });
     const pkg = grpc.loadPackageDefinition(definition) as unknown as {
       containerd: { services: { events: { v1: { Events: grpc.ServiceClientConstructor } } } };
     };

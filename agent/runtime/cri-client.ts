@@ -1,8 +1,7 @@
 // A thin typed client for the CRI runtime.v1 RuntimeService over a unix socket, loaded at run time
 // from proto/cri.proto. Field names are camelCase (proto-loader's default); int64 fields arrive as
 // decimal strings and enums as their names.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { RuntimeCallError } from './errors.ts';
@@ -163,21 +162,11 @@ const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-/** proto/cri.proto, from the source tree (agent/runtime/) or the build output (dist/agent/runtime/). */
-function protoPath(): string {
-  const candidates = ['../../proto/cri.proto', '../../../proto/cri.proto'].map((rel) =>
-    fileURLToPath(new URL(rel, import.meta.url)),
-  );
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`CRI proto not found; looked at ${candidates.join(', ')}`);
-  return found;
-}
-
 let serviceConstructor: grpc.ServiceClientConstructor | undefined;
 
 function runtimeServiceConstructor(): grpc.ServiceClientConstructor {
   if (!serviceConstructor) {
-    const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
+    const definition = protoLoader.loadSync(protoFile('cri.proto'), LOADER_OPTIONS);
     const pkg = grpc.loadPackageDefinition(definition) as unknown as {
       runtime: { v1: { RuntimeService: grpc.ServiceClientConstructor } };
     };

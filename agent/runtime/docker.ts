@@ -1,7 +1,7 @@
 // ContainerRuntime over the Docker Engine API (dockerode), for docker:// containers on nodes
 // without a CRI socket.
 import type { Duplex, Writable } from 'node:stream';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
 import type { ContainerRuntime, ContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
 
@@ -93,16 +93,20 @@ export class DockerRuntime implements ContainerRuntime {
   readonly #callTimeoutMs: number;
   readonly #stopMarginMs: number;
 
-  private constructor(socket: string, options: DockerRuntimeOptions) {
+  private constructor(socket: string, docker: Docker, options: DockerRuntimeOptions) {
     this.socket = socket;
-    this.#docker = new Docker({ socketPath: socket });
+    this.#docker = docker;
     this.#callTimeoutMs = options.callTimeoutMs ?? 10_000;
     this.#stopMarginMs = options.stopMarginMs ?? 30_000;
   }
 
   /** Connects and checks that a Docker Engine answers on the socket. */
   static async connect(socket: string, options: DockerRuntimeOptions = {}): Promise<DockerRuntime> {
-    const runtime = new DockerRuntime(socket.replace(/^unix:\/\//, ''), options);
+    // dockerode (and the SSH transport it brings) loads only on nodes that have a Docker socket:
+    // it would add ~30 MiB to the agent everywhere else.
+    const { default: Dockerode } = await import('dockerode');
+    const path = socket.replace(/^unix:\/\//, '');
+    const runtime = new DockerRuntime(path, new Dockerode({ socketPath: path }), options);
     await runtime.version();
     return runtime;
   }

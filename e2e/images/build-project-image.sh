@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the project image offline (no registry, no `docker build`), with what the Dockerfile packages:
-#   /app/dist          `npm run build` output
-#   /app/node_modules  production dependencies only, no install scripts (`npm ci --omit=dev --ignore-scripts`)
+#   /app/dist          `npm run build` output (one bundled module, main.js)
+#   /app/node_modules  production dependencies only, no install scripts (`npm ci --omit=dev --ignore-scripts`);
+#                      of them the bundle loads only dockerode (on nodes with a Docker socket)
 #   /app/proto         the CRI and containerd events protos, loaded at run time by agent/runtime/
 #   /app/package.json  ("type": "module")
 # plus a Node 24 runtime in the layout of gcr.io/distroless/nodejs24-debian12: the binary of the
@@ -38,8 +39,8 @@ root="$work/rootfs"
 app="$root/app"
 mkdir -p "$app" "$root/nodejs/bin" "$root/etc" "$root/tmp"
 
-# The application: a clean compile (no stale files from an earlier dist/), as `npm run build` does it.
-(cd "$repo" && npm run --silent build -- --outDir "$app/dist")
+# The application, bundled as `npm run build` does it.
+(cd "$repo" && npm run --silent build -- "$app/dist")
 cp -r "$repo/proto" "$app/proto"
 cp "$repo/package.json" "$app/package.json"
 cp "$repo/package-lock.json" "$work/package-lock.json"
