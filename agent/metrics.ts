@@ -1,9 +1,9 @@
 // This node's figures, on the agent's /metrics.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { processRegistry } from '../common/metrics.ts';
 
 export function createAgentMetrics(queueDepth: () => number) {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registry = processRegistry();
   return {
     registry,
     requestsCompleted: new Counter({

@@ -1,9 +1,9 @@
 // The cluster controller's figures, on its /metrics.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { processRegistry } from '../common/metrics.ts';
 
 export function createControllerMetrics() {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registry = processRegistry();
   return {
     registry,
     isLeader: new Gauge({ name: 'sidecar_terminator_controller_is_leader', help: '1 while this replica is the leader.', registers: [registry] }),
