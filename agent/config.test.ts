@@ -5,7 +5,7 @@ import { parseAgentConfig } from './config.ts';
 describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
-      nodeName: 'n1', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 8, resyncSeconds: 30, kubeconfig: undefined,
+      nodeName: 'n1', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
     });
   });
   it('refuses to start without a node name', () => {

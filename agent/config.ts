@@ -18,7 +18,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --host-run-dir DIR      the host's /var/run as mounted here (default /var/run)
   --runtime-socket PATH   use this CRI or Docker socket instead of looking for one
   --metrics-port N        port of /metrics, /healthz, /readyz (default 9440)
-  --workers N             Pods processed at once (default 8)
+  --workers N             Pods processed at once (default 32)
   --resync-seconds N      re-check every active request this often (default 30)
   --kubeconfig PATH       kubeconfig (default: in-cluster, or env KUBECONFIG)`;
 
@@ -30,7 +30,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       'host-run-dir': { type: 'string', default: '/var/run' },
       'runtime-socket': { type: 'string' },
       'metrics-port': { type: 'string', default: '9440' },
-      workers: { type: 'string', default: '8' },
+      workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '30' },
       kubeconfig: { type: 'string' },
     },

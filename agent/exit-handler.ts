@@ -17,6 +17,8 @@ export interface ExitHandlerDeps {
   nodeName: string;
   /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
   cachedPod: (namespace: string, name: string) => PodProjection | undefined;
+  /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
+  cachedPodOfContainer: (containerID: string) => PodProjection | undefined;
   activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
   runtimeFor: (prefix: string) => ContainerRuntime | undefined;
   /** Resolves false when a request of that name already exists. */
@@ -47,18 +49,28 @@ export class ExitHandler {
 
   /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
   containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number): void {
+    const known = this.deps.cachedPodOfContainer(`${runtime.idPrefix}://${containerId}`);
+    if (known) {
+      this.enqueue(runtime, known.namespace, known.name, containerId, exitCode);
+      return;
+    }
+    // Not (yet) in a Pod status: the runtime's labels say whose it is.
     runtime.status(containerId).then(
       (container) => {
         const owner = container?.owner;
         // A Pod sandbox, a container kubelet did not create, or one already removed.
         if (!owner || !this.deps.cachedPod(owner.podNamespace, owner.podName)) return;
-        const key = `${runtime.idPrefix}/${owner.podNamespace}/${owner.podName}`;
-        const exits = this.reportedExits.get(key) ?? new Map<string, number>();
-        this.reportedExits.set(key, exits.set(containerId, exitCode));
-        this.queue.add(key);
+        this.enqueue(runtime, owner.podNamespace, owner.podName, containerId, exitCode);
       },
       (err: unknown) => this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) }),
     );
+  }
+
+  private enqueue(runtime: ContainerRuntime, namespace: string, name: string, containerId: string, exitCode: number): void {
+    const key = `${runtime.idPrefix}/${namespace}/${name}`;
+    const exits = this.reportedExits.get(key) ?? new Map<string, number>();
+    this.reportedExits.set(key, exits.set(containerId, exitCode));
+    this.queue.add(key);
   }
 
   stop(): void {

@@ -1,7 +1,7 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../crr/types.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../crr/types.ts';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient } from '../common/kube/client.ts';
@@ -52,7 +52,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     path: requestPath(),
     labelSelector: requestSelector,
     project: (r) => r,
-    indexBy: (r) => r.metadata.labels?.[LABEL_POD_UID],
+    indexBy: podUidIndex,
     onChange: (_key, r) => r?.spec?.podName && enqueue(podKey(r.metadata.namespace!, r.spec.podName)),
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,
@@ -65,6 +65,8 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     path: podPath(),
     fieldSelector: podSelector,
     project: projectCachedPod,
+    // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
+    indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
     onChange: (key) => {
       const [namespace, name] = key.split('/') as [string, string];
       if (hasRequests(namespace, name)) enqueue(key);
@@ -88,6 +90,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const exits = new ExitHandler({
     nodeName: config.nodeName,
     cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.termination,
+    cachedPodOfContainer: (containerID) => pods.byIndex(containerID)[0]?.termination,
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: async (body) => {

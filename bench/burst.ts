@@ -47,6 +47,8 @@ export interface AgentResult {
   rssIdleMB: number;
   rssPeakBurstMB: number;
   heapUsedIdleMB: number;
+  rssIdleAnonMB: number;
+  rssIdleFileMB: number;
   idle: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number };
   burst: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number; apiRequestsPerJob: number };
   apiMethod: string;
@@ -208,6 +210,9 @@ export async function runBurst(ctx: Context, agent: V1Pod, jobs = 100): Promise<
         rssIdleMB: round(metricSum(a1, 'process_resident_memory_bytes') / MB),
         rssPeakBurstMB: round(Math.max(...rssSamples.map((s) => s.rssBytes)) / MB),
         heapUsedIdleMB: round(metricSum(a1, 'nodejs_heap_size_used_bytes') / MB),
+        /** VmRSS at the end of the idle window split: anonymous memory vs file pages (the node binary's code). */
+        rssIdleAnonMB: round(p1.rssAnonBytes / MB),
+        rssIdleFileMB: round(p1.rssFileBytes / MB),
         idle: {
           windowSeconds: round(idleSeconds),
           cpuSeconds: round3(cpu(a1) - cpu(a0)),

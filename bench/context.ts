@@ -146,15 +146,18 @@ export function containerPid(containerID: string): number {
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
-/** RSS (bytes) and CPU seconds (user + system) of a process, read from /proc without touching it. */
-export function procStats(pid: number): { rssBytes: number; cpuSeconds: number } {
+/**
+ * RSS (bytes), split into anonymous memory and file pages (mostly the node binary's own code,
+ * clean and shared), and CPU seconds (user + system) of a process, read from /proc without touching it.
+ */
+export function procStats(pid: number): { rssBytes: number; rssAnonBytes: number; rssFileBytes: number; cpuSeconds: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields after "(comm) ": state is index 0, utime index 11, stime index 12.
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssBytes: rssKb * 1024, cpuSeconds: ticks / CLK_TCK };
+  return { rssBytes: kb('VmRSS') * 1024, rssAnonBytes: kb('RssAnon') * 1024, rssFileBytes: kb('RssFile') * 1024, cpuSeconds: ticks / CLK_TCK };
 }
 
 /** Samples a process' RSS every `intervalMs` in the background; stop() returns the samples. */

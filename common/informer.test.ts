@@ -49,7 +49,7 @@ describe('ProjectingInformer', () => {
     const informer = new ProjectingInformer<Obj, string>({
       client: api.client, path: '/x', log: createLogger('test', 'error'),
       project: (o) => (o.owner === 'ignored' ? undefined : o.owner),
-      indexBy: (owner) => owner,
+      indexBy: (owner) => [owner],
       onChange: (key, p) => changes.push(`${key}=${p ?? '-'}`),
     });
     informer.start();

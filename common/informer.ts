@@ -25,8 +25,8 @@ export interface InformerOptions<T extends ObjectMeta, P> {
   project: (obj: T) => P | undefined;
   /** Called for every change of a kept projection, and when one goes away (projection undefined). */
   onChange: (key: string, projection: P | undefined) => void;
-  /** One value to look projections up by (byIndex) without scanning them all. */
-  indexBy?: (projection: P) => string | undefined;
+  /** Values to look projections up by (byIndex) without scanning them all. */
+  indexBy?: (projection: P) => readonly string[];
   onRestart?: () => void;
   log: Logger;
   pageSize?: number;
@@ -46,9 +46,9 @@ export function objectKey(obj: ObjectMeta): string {
 
 export class ProjectingInformer<T extends ObjectMeta, P> {
   private readonly items = new Map<string, P>();
-  /** indexBy value → keys, and key → its indexBy value. */
+  /** indexBy value → keys, and key → its indexBy values. */
   private readonly index = new Map<string, Set<string>>();
-  private readonly indexed = new Map<string, string>();
+  private readonly indexed = new Map<string, readonly string[]>();
   private readonly o: InformerOptions<T, P>;
   private resourceVersion = '';
   private synced = false;
@@ -87,7 +87,7 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     return this.items.size;
   }
 
-  /** The projections whose indexBy value is `value`. */
+  /** The projections with `value` among their indexBy values. */
   byIndex(value: string): P[] {
     return [...(this.index.get(value) ?? [])].map((key) => this.items.get(key)!);
   }
@@ -179,31 +179,30 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
       return;
     }
     this.items.set(key, projection);
-    this.reindex(key, this.o.indexBy?.(projection));
+    if (this.o.indexBy) this.reindex(key, this.o.indexBy(projection));
     this.o.onChange(key, projection);
   }
 
   private remove(key: string): void {
     if (!this.items.delete(key)) return;
-    this.reindex(key, undefined);
+    this.reindex(key, []);
     this.o.onChange(key, undefined);
   }
 
-  private reindex(key: string, value: string | undefined): void {
-    const old = this.indexed.get(key);
-    if (old === value) return;
-    if (old !== undefined) {
+  private reindex(key: string, values: readonly string[]): void {
+    for (const old of this.indexed.get(key) ?? []) {
       const keys = this.index.get(old)!;
       keys.delete(key);
       if (keys.size === 0) this.index.delete(old);
-      this.indexed.delete(key);
     }
-    if (value !== undefined) {
+    this.indexed.delete(key);
+    if (values.length === 0) return;
+    for (const value of values) {
       let keys = this.index.get(value);
       if (!keys) this.index.set(value, (keys = new Set()));
       keys.add(key);
-      this.indexed.set(key, value);
     }
+    this.indexed.set(key, values);
   }
 }
 

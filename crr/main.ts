@@ -18,7 +18,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from './types.ts';
-import { LABEL_POD_UID, requestPath } from './types.ts';
+import { podUidIndex, requestPath } from './types.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import type { NodeKind } from './sidecar/classify.ts';
@@ -86,7 +86,7 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
     client,
     path: requestPath(),
     project: withoutManagedFields,
-    indexBy: (r) => r.metadata.labels?.[LABEL_POD_UID],
+    indexBy: podUidIndex,
     onChange: (key, r) => {
       if (!r) return;
       requestQueue.add(key);

@@ -120,3 +120,9 @@ export interface ContainerRecreateRequest {
 export function isCompleted(crr: ContainerRecreateRequest): boolean {
   return crr.status?.phase === 'Completed';
 }
+
+/** The uid of the Pod a request is for, as a list (empty before admission labels it): an informer index. */
+export function podUidIndex(crr: ContainerRecreateRequest): string[] {
+  const uid = crr.metadata.labels?.[LABEL_POD_UID];
+  return uid ? [uid] : [];
+}
