@@ -4,7 +4,7 @@ import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, ty
 import { projectPod } from '../crr/sidecar/projection.ts';
 import { DEFAULT_OPTIONS, requestName } from '../crr/sidecar/requests.ts';
 import type { ExistingRequest } from '../crr/sidecar/requests.ts';
-import { requestOnMainExit, runtimeView } from './main-exit.ts';
+import { reportedContainers, requestOnMainExit, runtimeView } from './main-exit.ts';
 import type { PodContainer } from './runtime/types.ts';
 
 const run = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'running' });
@@ -82,5 +82,34 @@ describe('runtimeView', () => {
       pod.statuses[0],
       { name: 'proxy', containerID: 'containerd://proxy-1', restartCount: 1, state: { kind: 'running' } },
     ]);
+  });
+});
+
+describe('reportedContainers', () => {
+  const pod = (spec: PodSpec = reported) => projectPod(makePod(spec));
+  const cases: { name: string; pod?: PodSpec; exits: [string, number][]; want: PodContainer[] | undefined }[] = [
+    {
+      name: 'the announced exit overlays the reported status',
+      exits: [['main-id', 0]],
+      want: [{ id: 'main-id', name: 'main', attempt: 0, state: 'exited', exitCode: 0 }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+    },
+    {
+      name: 'an exit kubelet already reported keeps its code',
+      pod: { ...reported, containers: [main('main', exited(3)), sidecar('proxy')] },
+      exits: [],
+      want: [{ id: 'main-id', name: 'main', attempt: 0, state: 'exited', exitCode: 3 }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+    },
+    { name: 'an exit of a container kubelet has not reported: ask the runtime', exits: [['main-2', 0]], want: undefined },
+    { name: 'a container without an ID yet: ask the runtime', pod: { ...reported, containers: [main('main'), sidecar('proxy', 'running', [], { id: '' })] }, exits: [['main-id', 0]], want: undefined },
+    { name: 'another runtime\'s IDs: ask the runtime', pod: { ...reported, containers: [main('main', 'running', { id: 'docker://m' }), sidecar('proxy')] }, exits: [], want: undefined },
+  ];
+  for (const c of cases) {
+    it(c.name, () => assert.deepEqual(reportedContainers(pod(c.pod), 'containerd', new Map(c.exits)), c.want));
+  }
+
+  it('with the rules: the request the runtime listing would have given', () => {
+    const containers = reportedContainers(pod(), 'containerd', new Map([['main-id', 0]]))!;
+    const decision = requestOnMainExit({ pod: pod(), containers, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS });
+    assert.deepEqual(decision?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-id', restartCount: 0 } }]);
   });
 });

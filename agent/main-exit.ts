@@ -31,6 +31,27 @@ export function runtimeView(pod: PodProjection, containers: readonly PodContaine
   return { ...pod, phase, statuses };
 }
 
+/**
+ * The Pod's containers as kubelet last reported them, with the exits the runtime announced since
+ * (by container ID): enough to decide without asking the runtime when kubelet has reported a
+ * container ID for every container and every announced exit is of one of those. Otherwise undefined,
+ * and the runtime's own listing decides.
+ */
+export function reportedContainers(pod: PodProjection, runtimePrefix: string, exits: ReadonlyMap<string, number>): PodContainer[] | undefined {
+  const prefix = `${runtimePrefix}://`;
+  const containers: PodContainer[] = [];
+  for (const spec of pod.containers) {
+    const status = pod.statuses.find((s) => s.name === spec.name);
+    if (!status?.containerID?.startsWith(prefix)) return undefined;
+    const id = status.containerID.slice(prefix.length);
+    const exitCode = exits.get(id) ?? (status.state.kind === 'terminated' ? status.state.exitCode : undefined);
+    const state = exitCode !== undefined ? 'exited' : status.state.kind === 'running' ? 'running' : 'unknown';
+    containers.push({ id, name: spec.name, attempt: status.restartCount, state, ...(exitCode === undefined ? {} : { exitCode }) });
+  }
+  for (const id of exits.keys()) if (!containers.some((c) => c.id === id)) return undefined;
+  return containers;
+}
+
 function latestAttempt(containers: readonly PodContainer[], name: string): PodContainer | undefined {
   return containers.reduce<PodContainer | undefined>(
     (latest, c) => (c.name === name && (!latest || c.attempt > latest.attempt) ? c : latest),

@@ -67,8 +67,9 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     project: projectCachedPod,
     // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
     indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
-    onChange: (key) => {
+    onChange: (key, cached) => {
       const [namespace, name] = key.split('/') as [string, string];
+      if (!cached) exits.forgetPod(namespace, name);
       if (hasRequests(namespace, name)) enqueue(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),

@@ -46,6 +46,12 @@ export class Reconciler {
   private readonly now: () => number;
   /** Stops under way in this process, by full container ID: never issue the same stop twice at once. */
   private readonly inFlight = new Set<string>();
+  /**
+   * The request as this agent last wrote it, by uid, with the resourceVersion it replaced: until the
+   * watch delivers the write, the cache still holds that version, and writing from it would only
+   * conflict (each conflict one more failed request and a retry's delay).
+   */
+  private readonly written = new Map<string, { replaced: string | undefined; request: ContainerRecreateRequest }>();
   /** When each request was first seen, by uid: only for the latency histogram. */
   private readonly firstSeen = new Map<string, number>();
 
@@ -57,12 +63,15 @@ export class Reconciler {
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
     for (const uid of this.firstSeen.keys()) if (!activeUids.has(uid)) this.firstSeen.delete(uid);
+    for (const uid of this.written.keys()) if (!activeUids.has(uid)) this.written.delete(uid);
   }
 
   async reconcile(key: string): Promise<QueueResult | void> {
     const [namespace, podName] = splitKey(key);
     const requests = this.deps.cachedRequests(namespace)
-      .filter((r) => r.spec?.podName === podName && !isCompleted(r))
+      .filter((r) => r.spec?.podName === podName)
+      .map((r) => this.latest(r))
+      .filter((r) => !isCompleted(r))
       .sort(byAge);
     if (requests.length === 0) return;
     for (const r of requests) if (r.metadata.uid && !this.firstSeen.has(r.metadata.uid)) this.firstSeen.set(r.metadata.uid, this.now());
@@ -134,12 +143,24 @@ export class Reconciler {
   }
 
   /** Writes the status if it changed; returns the request as the API now has it. */
+  /** The cached request, or what this agent wrote over that very version. */
+  private latest(cached: ContainerRecreateRequest): ContainerRecreateRequest {
+    const uid = cached.metadata.uid;
+    const written = uid ? this.written.get(uid) : undefined;
+    if (!written) return cached;
+    if (cached.metadata.resourceVersion === written.replaced) return written.request;
+    // The watch has caught up, or someone else wrote since: the cache is the truth again.
+    this.written.delete(uid!);
+    return cached;
+  }
+
   private async writeStatus(crr: ContainerRecreateRequest, status: CRRStatus, outcome: string): Promise<ContainerRecreateRequest> {
     if (sameStatus(crr.status, status)) return crr;
     const { namespace, name, resourceVersion } = crr.metadata;
     // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
     const updated = await this.deps.client.patch<ContainerRecreateRequest>(
       requestPath(namespace, name, 'status'), { metadata: { resourceVersion }, status }, 'merge');
+    if (crr.metadata.uid) this.written.set(crr.metadata.uid, { replaced: resourceVersion, request: updated });
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
       this.deps.metrics.requestsCompleted.inc({ outcome });
       this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });
@@ -191,7 +212,7 @@ export class Reconciler {
   private async markFailed(crr: ContainerRecreateRequest, container: string, message: string): Promise<void> {
     this.deps.log.warn('container stop failed', { request: `${crr.metadata.namespace}/${crr.metadata.name}`, container, message });
     for (let attempt = 0; attempt < 5; attempt++) {
-      const latest = this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr;
+      const latest = this.latest(this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr);
       const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
         s.name === container ? { ...s, phase: 'Failed', message } : s);
       try {
