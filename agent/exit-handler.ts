@@ -37,6 +37,8 @@ export class ExitHandler {
    * is cached: kubelet reports them a second later, and the runtime's own listing may lag too.
    */
   private readonly reportedExits = new Map<string, Map<string, number>>();
+  /** When the Pod's latest exit event arrived, for the exit → request histogram. */
+  private readonly lastExitAtMs = new Map<string, number>();
 
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
@@ -48,10 +50,12 @@ export class ExitHandler {
   }
 
   /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
-  containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number): void {
+  containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number): void {
+    const receivedAtMs = Date.now();
+    if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
     const known = this.deps.cachedPodOfContainer(`${runtime.idPrefix}://${containerId}`);
     if (known) {
-      this.enqueue(runtime, known.namespace, known.name, containerId, exitCode);
+      this.enqueue(runtime, known.namespace, known.name, containerId, exitCode, receivedAtMs);
       return;
     }
     // Not (yet) in a Pod status: the runtime's labels say whose it is.
@@ -60,7 +64,7 @@ export class ExitHandler {
         const owner = container?.owner;
         // A Pod sandbox, a container kubelet did not create, or one already removed.
         if (!owner || !this.deps.cachedPod(owner.podNamespace, owner.podName)) return;
-        this.enqueue(runtime, owner.podNamespace, owner.podName, containerId, exitCode);
+        this.enqueue(runtime, owner.podNamespace, owner.podName, containerId, exitCode, receivedAtMs);
       },
       (err: unknown) => this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) }),
     );
@@ -69,11 +73,13 @@ export class ExitHandler {
   /** The Pod left the cache: its exits are of no more use. */
   forgetPod(namespace: string, name: string): void {
     this.reportedExits.delete(`${namespace}/${name}`);
+    this.lastExitAtMs.delete(`${namespace}/${name}`);
   }
 
-  private enqueue(runtime: ContainerRuntime, namespace: string, name: string, containerId: string, exitCode: number): void {
+  private enqueue(runtime: ContainerRuntime, namespace: string, name: string, containerId: string, exitCode: number, receivedAtMs: number): void {
     const exits = this.reportedExits.get(`${namespace}/${name}`) ?? new Map<string, number>();
     this.reportedExits.set(`${namespace}/${name}`, exits.set(containerId, exitCode));
+    this.lastExitAtMs.set(`${namespace}/${name}`, receivedAtMs);
     this.queue.add(`${runtime.idPrefix}/${namespace}/${name}`);
   }
 
@@ -105,6 +111,8 @@ export class ExitHandler {
     const created = await this.deps.createRequest(decision.request);
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
+    const exitAtMs = this.lastExitAtMs.get(`${namespace}/${name}`);
+    if (exitAtMs !== undefined) this.deps.metrics.exitToRequest.observe((Date.now() - exitAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
     for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);

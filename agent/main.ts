@@ -42,7 +42,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const log = createLogger('agent').child({ node: config.nodeName });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig));
   const metrics = createAgentMetrics(() => queue.depth());
-  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode) => exits.containerExited(runtime, id, exitCode));
+  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => exits.containerExited(runtime, id, exitCode, exitedAtMs));
 
   // Callbacks below run only after start(), when the queue exists.
   const enqueue = (key: string) => queue.add(key);

@@ -18,6 +18,18 @@ export function createAgentMetrics(queueDepth: () => number) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    exitEventDelay: new Histogram({
+      name: 'sidecar_terminator_agent_exit_event_delay_seconds',
+      help: 'Time from a container\'s exit (the runtime\'s own timestamp) to its exit event reaching the agent.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+      registers: [registry],
+    }),
+    exitToRequest: new Histogram({
+      name: 'sidecar_terminator_agent_exit_to_request_seconds',
+      help: 'Time from the exit event that completed a Pod\'s mains to the agent having created its request.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+      registers: [registry],
+    }),
     stopSeconds: new Histogram({
       name: 'sidecar_terminator_agent_stop_seconds',
       help: 'Time from a request first seen by the agent to its container having exited.',

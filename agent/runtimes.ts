@@ -7,7 +7,7 @@ import type { ContainerRuntime } from './runtime/types.ts';
 
 export type RuntimeDiscovery = () => Promise<Runtimes>;
 /** A container exited in a runtime; its ID without the prefix. */
-export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number) => void;
+export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
 
@@ -56,7 +56,7 @@ export class RuntimeRegistry {
     if (!onExit) return [];
     return runtimes.runtimes.filter((runtime) =>
       runtime.watchExits?.({
-        onExit: (id, exitCode) => onExit(runtime, id, exitCode),
+        onExit: (id, exitCode, exitedAtMs) => onExit(runtime, id, exitCode, exitedAtMs),
         onError: (error, retryInMs) =>
           this.log.warn('container exit stream broke, subscribing again', { runtime: runtime.idPrefix, error: error.message, retryInMs }),
       }),

@@ -19,8 +19,8 @@ import {
 } from './context.ts';
 import { pool } from './kube.ts';
 import { AGENT_FLOW } from './setup.ts';
-import type { Sample, Summary } from './stats.ts';
-import { MB, metricSum, summarize } from './stats.ts';
+import type { HistogramBounds, Sample, Summary } from './stats.ts';
+import { MB, histogramBounds, metricSum, summarize } from './stats.ts';
 
 export interface BurstResult {
   method: string;
@@ -49,6 +49,9 @@ export interface AgentResult {
   heapUsedIdleMB: number;
   rssIdleAnonMB: number;
   rssIdleFileMB: number;
+  /** The agent's own histograms over the burst: main's exit → its event received, and → request created. */
+  exitEventDelay: HistogramBounds;
+  exitToRequest: HistogramBounds;
   idle: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number };
   burst: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number; apiRequestsPerJob: number };
   apiMethod: string;
@@ -213,6 +216,8 @@ export async function runBurst(ctx: Context, agent: V1Pod, jobs = 100): Promise<
         /** VmRSS at the end of the idle window split: anonymous memory vs file pages (the node binary's code). */
         rssIdleAnonMB: round(p1.rssAnonBytes / MB),
         rssIdleFileMB: round(p1.rssFileBytes / MB),
+        exitEventDelay: histogramBounds(a1, a2, 'sidecar_terminator_agent_exit_event_delay_seconds'),
+        exitToRequest: histogramBounds(a1, a2, 'sidecar_terminator_agent_exit_to_request_seconds'),
         idle: {
           windowSeconds: round(idleSeconds),
           cpuSeconds: round3(cpu(a1) - cpu(a0)),

@@ -14,8 +14,8 @@ import type { Context } from './context.ts';
 import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNamespace, sampleRss, scrapeUrl, sleep } from './context.ts';
 import { ApiError, Kube, pool, retrying } from './kube.ts';
 import { CONTROLLER_FLOW } from './setup.ts';
-import type { Sample, Summary } from './stats.ts';
-import { MB, metricSum, percentile, summarize } from './stats.ts';
+import type { HistogramBounds, Summary } from './stats.ts';
+import { MB, histogramBounds, metricSum, percentile, summarize } from './stats.ts';
 
 export interface ScaleOptions {
   pods: number;
@@ -50,7 +50,7 @@ export interface ScaleResult {
   statusWriteMs: Summary;
   /** Controller's own histogram (watch event received → request created), from its /metrics. */
   /** Upper bounds of the histogram buckets holding p50 and p99 ("> 10000" when past the last bound). */
-  controllerActionLatency: { count: number; p50UpperBoundMs: string; p99UpperBoundMs: string };
+  controllerActionLatency: HistogramBounds;
   timeline: { second: number; finished: number; requests: number; p50Ms: number; p99Ms: number }[];
   /** The leader at the end of the drain, if another replica had taken over (its figures would then be a restart's). */
   leaderChangedTo?: string;
@@ -280,7 +280,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       `p99 per 5 s bucket ${p99Early} ms for the Pods finished in the first 10 s vs ` +
       `${Number.isFinite(p99Late) ? `${p99Late} ms` : 'no request yet'} for those of the last 10 s of the wave${growing ? ' (a growing backlog)' : ''}`;
 
-    const hist = actionHistogram(m2, m3);
+    const hist = histogramBounds(m2, m3, 'sidecar_terminator_controller_action_latency_seconds', { action: 'createRequest' });
     const requests = metricSum(s1, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW }) -
       metricSum(s0, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW });
     const rssSamples = rss.stop();
@@ -366,24 +366,6 @@ async function cleanup(ctx: Context, kube: Kube, namespace: string, nodes: strin
     }
   });
   await deleteNamespace(ctx, namespace, 300_000);
-}
-
-/** p50/p99 upper bounds of the controller's createRequest latency histogram between two scrapes. */
-function actionHistogram(before: Sample[], after: Sample[]): { count: number; p50UpperBoundMs: string; p99UpperBoundMs: string } {
-  const match = { action: 'createRequest' };
-  const bounds = [...new Set(after.filter((s) => s.name === 'sidecar_terminator_controller_action_latency_seconds_bucket' && s.labels.action === 'createRequest').map((s) => s.labels.le!))];
-  const cum = bounds.map((le) => ({
-    le: le === '+Inf' ? Infinity : Number(le),
-    n: metricSum(after, 'sidecar_terminator_controller_action_latency_seconds_bucket', { ...match, le }) - metricSum(before, 'sidecar_terminator_controller_action_latency_seconds_bucket', { ...match, le }),
-  })).sort((a, b) => a.le - b.le);
-  const total = cum.at(-1)?.n ?? 0;
-  const finite = cum.filter((c) => Number.isFinite(c.le));
-  const q = (p: number) => {
-    const le = cum.find((c) => c.n >= total * p)?.le;
-    if (le === undefined) return 'no data';
-    return Number.isFinite(le) ? `<= ${le * 1000}` : `> ${(finite.at(-1)?.le ?? 0) * 1000}`;
-  };
-  return { count: total, p50UpperBoundMs: q(0.5), p99UpperBoundMs: q(0.99) };
 }
 
 const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;

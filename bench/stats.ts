@@ -67,3 +67,24 @@ export function metricSum(samples: readonly Sample[], name: string, match: Recor
 }
 
 export const MB = 1024 * 1024;
+
+export interface HistogramBounds { count: number; p50UpperBoundMs: string; p99UpperBoundMs: string }
+
+/** p50/p99 of a Prometheus histogram's observations between two scrapes, as the bucket bounds holding them. */
+export function histogramBounds(before: readonly Sample[], after: readonly Sample[], name: string, match: Record<string, string> = {}): HistogramBounds {
+  const bucket = `${name}_bucket`;
+  const matches = (s: Sample) => s.name === bucket && Object.entries(match).every(([k, v]) => s.labels[k] === v);
+  const bounds = [...new Set(after.filter(matches).map((s) => s.labels.le!))];
+  const cum = bounds.map((le) => ({
+    le: le === '+Inf' ? Infinity : Number(le),
+    n: metricSum(after, bucket, { ...match, le }) - metricSum(before, bucket, { ...match, le }),
+  })).sort((a, b) => a.le - b.le);
+  const total = cum.at(-1)?.n ?? 0;
+  const finite = cum.filter((c) => Number.isFinite(c.le));
+  const q = (p: number) => {
+    const le = cum.find((c) => c.n >= total * p)?.le;
+    if (le === undefined || total === 0) return 'no data';
+    return Number.isFinite(le) ? `<= ${le * 1000}` : `> ${(finite.at(-1)?.le ?? 0) * 1000}`;
+  };
+  return { count: total, p50UpperBoundMs: q(0.5), p99UpperBoundMs: q(0.99) };
+}

@@ -18,6 +18,7 @@ describe('containerd exit watch', () => {
   let podSandboxId: string;
   const exits: string[] = [];
   const exitCodes = new Map<string, number>();
+  const exitedAt = new Map<string, number | undefined>();
   const streamErrors: string[] = [];
 
   before(async () => {
@@ -29,7 +30,10 @@ describe('containerd exit watch', () => {
     };
     ({ podSandboxId } = await client.call('RunPodSandbox', { config: sandboxConfig }, { timeoutMs: 60_000 }));
     runtime = await CriRuntime.connect(containerd.socket);
-    assert.equal(runtime.watchExits({ onExit: (id, code) => exits.push(id) && exitCodes.set(id, code), onError: (e) => streamErrors.push(e.message) }), true);
+    assert.equal(runtime.watchExits({
+      onExit: (id, code, at) => exits.push(id) && exitCodes.set(id, code) && exitedAt.set(id, at),
+      onError: (e) => streamErrors.push(e.message),
+    }), true);
   });
   after(async () => {
     runtime?.close();
@@ -76,6 +80,9 @@ describe('containerd exit watch', () => {
     assert.ok(!exits.includes(sidecar), 'the exec did not count as the sidecar exiting');
     assert.deepEqual(streamErrors, []);
     assert.equal(exitCodes.get(main), 3);
+    // The runtime's own exit time: a moment ago, on this host's clock.
+    const at = exitedAt.get(main);
+    assert.ok(at !== undefined && at <= Date.now() && at > Date.now() - 20_000, `exitedAt ${at}`);
 
     assert.deepEqual((await runtime.status(main))?.owner, { podUid: POD.uid, podNamespace: POD.namespace, podName: POD.name, container: 'main' });
     await until('the CRI view of the exit', async () => (await runtime.status(main))?.state === 'exited');

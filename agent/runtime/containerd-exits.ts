@@ -18,6 +18,8 @@ interface TaskExit {
   containerId: string;
   id: string;
   exitStatus: number;
+  /** seconds arrive as a string (int64, proto-loader's longs: String). */
+  exitedAt: { seconds: string; nanos: number } | null;
 }
 
 interface Envelope {
@@ -30,7 +32,7 @@ export interface ExitStreamOptions {
    * Called whenever a container's own process exits (not exec'd processes). containerd's CRI plugin
    * learns of the exit from this same stream, so its view may lag behind for a moment.
    */
-  onExit: (containerId: string, exitCode: number) => void;
+  onExit: (containerId: string, exitCode: number, exitedAtMs?: number) => void;
   /** The stream broke; it is re-made after `retryInMs`. */
   onError: (error: Error, retryInMs: number) => void;
 }
@@ -81,7 +83,10 @@ export class ContainerdExitStream {
     call.on('data', (envelope: Envelope) => {
       const exit = envelope.event?.value;
       // An exec'd process (a probe, a preStop hook) has its own ID; only the container's own counts.
-      if (exit && exit.containerId && exit.id === exit.containerId) this.#options.onExit(exit.containerId, exit.exitStatus);
+      if (exit && exit.containerId && exit.id === exit.containerId) {
+        const exitedAtMs = exit.exitedAt ? Number(exit.exitedAt.seconds) * 1000 + exit.exitedAt.nanos / 1e6 : undefined;
+        this.#options.onExit(exit.containerId, exit.exitStatus, exitedAtMs);
+      }
     });
     call.on('error', (error: grpc.ServiceError) => this.#retry(call, error));
     call.on('end', () => this.#retry(call, new Error('containerd ended the event stream')));

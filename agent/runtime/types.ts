@@ -38,7 +38,8 @@ export interface PodContainer {
 
 export interface ExitWatchCallbacks {
   /** The runtime's own view (status, listings) may still show the container running for a moment. */
-  onExit: (containerId: string, exitCode: number) => void;
+  /** exitedAtMs: when the runtime says the process exited (ms since the epoch), if it says. */
+  onExit: (containerId: string, exitCode: number, exitedAtMs?: number) => void;
   onError: (error: Error, retryInMs: number) => void;
 }
 
