@@ -293,7 +293,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
         'pods/status: first Running (both containers running), then, at a fixed rate, the main terminated with exit code 0. Latency: the status ' +
         'write sent (benchmark clock) → the ContainerRecreateRequest\'s ADDED event received on a watch of the namespace. Controller RSS: ' +
         'VmRSS of the leader\'s process from /proc every 500 ms, and process_resident_memory_bytes from its /metrics at the marks. Flags: defaults ' +
-        '(resync 60 s, 8 workers). Its API requests: apiserver_flowcontrol_dispatched_requests_total of a FlowSchema matching only its ServiceAccount.',
+        '(resync 60 s, 32 workers; V8 --max-semi-space-size=4 as the Deployment runs it). Its API requests: apiserver_flowcontrol_dispatched_requests_total of a FlowSchema matching only its ServiceAccount.',
       options: o,
       podsInApi: uids.size,
       nodesReadyAtEnd: nodesReady,

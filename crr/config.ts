@@ -18,7 +18,7 @@ export interface ControllerConfig {
 export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
   --metrics-port N                  port of /metrics, /healthz, /readyz (default 9441)
-  --workers N                       objects processed at once (default 8)
+  --workers N                       objects processed at once, per queue (default 32)
   --resync-seconds N                re-check every Pod and request this often (default 60)
   --leader-elect true|false         run as one of several replicas (default true)
   --lease-namespace NS              namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
@@ -32,7 +32,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     options: {
       kubeconfig: { type: 'string' },
       'metrics-port': { type: 'string', default: '9441' },
-      workers: { type: 'string', default: '8' },
+      workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '60' },
       'leader-elect': { type: 'string', default: 'true' },
       'lease-namespace': { type: 'string' },
