@@ -74,9 +74,34 @@ export class Kube {
 
   /**
    * A watch; `onEvent` gets each event with the time its line arrived (Date.now(), ms). Resolves
-   * once the response headers are in (the watch is established); `stop()` ends it.
+   * once the watch is established; `stop()` ends it. When the server ends it (its timeout, or a
+   * busy API server dropping a slow watcher), it is resumed from the last resourceVersion seen, so
+   * no event is missed; `restarts()` says how often.
    */
-  watch<T>(path: string, onEvent: (e: WatchEvent<T>, receivedAtMs: number) => void, onEnd?: (err?: Error) => void): Promise<{ stop: () => void }> {
+  async watch<T extends { metadata?: { resourceVersion?: string } }>(path: string, onEvent: (e: WatchEvent<T>, receivedAtMs: number) => void): Promise<{ stop: () => void; restarts: () => number }> {
+    let stopped = false;
+    let restarts = 0;
+    let lastVersion: string | undefined;
+    let current: { stop: () => void } | undefined;
+    const reopen = (): void => {
+      if (!stopped) open().catch(() => setTimeout(reopen, 500));
+    };
+    const open = async (): Promise<void> => {
+      const from = lastVersion ? `${path.includes('?') ? '&' : '?'}resourceVersion=${lastVersion}` : '';
+      current = await this.watchOnce<T>(path + from, (e, at) => {
+        if (e.type !== 'ERROR') lastVersion = e.object.metadata?.resourceVersion ?? lastVersion;
+        if (e.type !== 'BOOKMARK' && e.type !== 'ERROR') onEvent(e, at);
+      }, () => {
+        if (stopped) return;
+        restarts++;
+        reopen();
+      });
+    };
+    await open();
+    return { stop: () => { stopped = true; current?.stop(); }, restarts: () => restarts };
+  }
+
+  private watchOnce<T>(path: string, onEvent: (e: WatchEvent<T>, receivedAtMs: number) => void, onEnd?: (err?: Error) => void): Promise<{ stop: () => void }> {
     return new Promise((resolve, reject) => {
       let stopped = false;
       // Its own connection: a watch holds it for as long as it lasts.

@@ -56,6 +56,8 @@ export interface ScaleResult {
   leaderChangedTo?: string;
   keptUp: boolean;
   keptUpReason: string;
+  /** How often the benchmark's own watch of the requests was resumed (the API server ended it). */
+  benchWatchRestarts: number;
   controller: {
     pod: string;
     rssBaselineMB: number;
@@ -231,6 +233,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     const drainDeadline = Date.now() + DRAIN_MS;
     while (seen.size < count && Date.now() < drainDeadline) await sleep(250);
     watch.stop();
+    const benchWatchRestarts = watch.restarts();
     const s1 = await apiserverMetrics(ctx);
     const m3 = await scrapeLeader();
     const m3At = Date.now();
@@ -314,6 +317,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       leaderChangedTo,
       keptUp,
       keptUpReason,
+      benchWatchRestarts,
       controller: {
         pod: target.name,
         rssBaselineMB: mb(metricSum(m0, 'process_resident_memory_bytes')),
