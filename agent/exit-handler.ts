@@ -33,12 +33,11 @@ export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
   private readonly queue: WorkQueue;
   /**
-   * Exit codes the runtime's event stream announced, by Pod key and container ID, kept while the Pod
-   * is cached: kubelet reports them a second later, and the runtime's own listing may lag too.
+   * By Pod key: the exit codes the runtime's event stream announced, by container ID, kept while the
+   * Pod is cached (kubelet reports them a second later, and the runtime's own listing may lag too),
+   * and when the latest of those events arrived (for the exit → request histogram).
    */
-  private readonly reportedExits = new Map<string, Map<string, number>>();
-  /** When the Pod's latest exit event arrived, for the exit → request histogram. */
-  private readonly lastExitAtMs = new Map<string, number>();
+  private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number }>();
 
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
@@ -73,14 +72,13 @@ export class ExitHandler {
   /** The Pod left the cache: its exits are of no more use. */
   forgetPod(namespace: string, name: string): void {
     this.reportedExits.delete(`${namespace}/${name}`);
-    this.lastExitAtMs.delete(`${namespace}/${name}`);
   }
 
   private enqueue(runtime: ContainerRuntime, namespace: string, name: string, containerId: string, exitCode: number, receivedAtMs: number): void {
-    const exits = this.reportedExits.get(`${namespace}/${name}`) ?? new Map<string, number>();
-    this.reportedExits.set(`${namespace}/${name}`, exits.set(containerId, exitCode));
-    this.lastExitAtMs.set(`${namespace}/${name}`, receivedAtMs);
-    this.queue.add(`${runtime.idPrefix}/${namespace}/${name}`);
+    const podKey = `${namespace}/${name}`;
+    const codes = this.reportedExits.get(podKey)?.codes ?? new Map<string, number>();
+    this.reportedExits.set(podKey, { codes: codes.set(containerId, exitCode), lastAtMs: receivedAtMs });
+    this.queue.add(`${runtime.idPrefix}/${podKey}`);
   }
 
   stop(): void {
@@ -89,7 +87,8 @@ export class ExitHandler {
 
   private async handle(key: string): Promise<void> {
     const [prefix, namespace, name] = key.split('/') as [string, string, string];
-    const exits = this.reportedExits.get(`${namespace}/${name}`) ?? new Map<string, number>();
+    const reported = this.reportedExits.get(`${namespace}/${name}`);
+    const exits = reported?.codes ?? new Map<string, number>();
     const pod = this.deps.cachedPod(namespace, name);
     const runtime = this.deps.runtimeFor(prefix);
     if (!pod || pod.nodeName !== this.deps.nodeName || !runtime?.podContainers) return;
@@ -111,8 +110,7 @@ export class ExitHandler {
     const created = await this.deps.createRequest(decision.request);
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
-    const exitAtMs = this.lastExitAtMs.get(`${namespace}/${name}`);
-    if (exitAtMs !== undefined) this.deps.metrics.exitToRequest.observe((Date.now() - exitAtMs) / 1000);
+    if (reported) this.deps.metrics.exitToRequest.observe((Date.now() - reported.lastAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
     for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);

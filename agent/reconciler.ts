@@ -142,7 +142,6 @@ export class Reconciler {
     }
   }
 
-  /** Writes the status if it changed; returns the request as the API now has it. */
   /** The cached request, or what this agent wrote over that very version. */
   private latest(cached: ContainerRecreateRequest): ContainerRecreateRequest {
     const uid = cached.metadata.uid;
@@ -154,6 +153,7 @@ export class Reconciler {
     return cached;
   }
 
+  /** Writes the status if it changed; returns the request as the API now has it. */
   private async writeStatus(crr: ContainerRecreateRequest, status: CRRStatus, outcome: string): Promise<ContainerRecreateRequest> {
     if (sameStatus(crr.status, status)) return crr;
     const { namespace, name, resourceVersion } = crr.metadata;

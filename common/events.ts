@@ -18,6 +18,13 @@ export interface PodEvent {
   message: string;
 }
 
+interface EventBody {
+  metadata: { generateName: string; namespace: string };
+  involvedObject: { apiVersion: 'v1'; kind: 'Pod'; namespace: string; name: string; uid: string };
+  reason: string;
+  [field: string]: unknown;
+}
+
 const IN_FLIGHT = 4;
 /** Past this many waiting, new events are dropped (and counted in the log) rather than kept in memory. */
 const MAX_WAITING = 1000;
@@ -27,7 +34,7 @@ export class EventRecorder {
   private readonly component: string;
   private readonly host: string | undefined;
   private readonly log: Logger;
-  private readonly waiting: object[] = [];
+  private readonly waiting: EventBody[] = [];
   private inFlight = 0;
   private dropped = 0;
   private idle: (() => void)[] = [];
@@ -57,7 +64,7 @@ export class EventRecorder {
 
   private pump(): void {
     while (this.inFlight < IN_FLIGHT && this.waiting.length > 0) {
-      const body = this.waiting.shift() as { metadata: { namespace: string }; involvedObject: { name: string }; reason: string };
+      const body = this.waiting.shift()!;
       this.inFlight++;
       this.client.create(resourcePath('v1', 'events', body.metadata.namespace), body)
         .catch((err: unknown) => this.log.warn('could not record event', {
@@ -71,7 +78,7 @@ export class EventRecorder {
     }
   }
 
-  private body(pod: PodRef, event: PodEvent, now: string): object {
+  private body(pod: PodRef, event: PodEvent, now: string): EventBody {
     return {
       metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
       involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: pod.namespace, name: pod.name, uid: pod.uid },
