@@ -1,30 +1,43 @@
 // sidecar-terminator: one program, two roles. `agent` runs on every node (DaemonSet);
 // `controller` runs in the cluster (Deployment).
 import { parseAgentConfig } from './agent/config.ts';
-import { runAgent } from './agent/main.ts';
+import { STOP_DRAIN_MS, runAgent } from './agent/main.ts';
 import { discoverRuntimes } from './agent/runtime/discover.ts';
 import { parseControllerConfig } from './crr/config.ts';
 import { runController } from './crr/main.ts';
 
-const SHUTDOWN_TIMEOUT_MS = 5_000;
+/**
+ * The agent finishes the container stops it began (up to STOP_DRAIN_MS), then flushes its events and
+ * closes: 25 s, below the DaemonSet's terminationGracePeriodSeconds (30), so that kubelet's SIGKILL
+ * never cuts it short. The controller only stops its loops and releases its Lease.
+ */
+const AGENT_SHUTDOWN_TIMEOUT_MS = STOP_DRAIN_MS + 5_000;
+const CONTROLLER_SHUTDOWN_TIMEOUT_MS = 5_000;
 const USAGE = 'usage: sidecar-terminator agent|controller [flags] (--help for the flags of each)';
 
 async function main(argv: string[]): Promise<void> {
   const [role, ...args] = argv;
   let stop: () => Promise<void>;
+  let shutdownTimeoutMs: number;
   if (role === 'agent') {
     const config = parseAgentConfig(args, process.env);
     const agent = await runAgent(config, () => discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket }));
     stop = agent.stop;
+    shutdownTimeoutMs = AGENT_SHUTDOWN_TIMEOUT_MS;
   } else if (role === 'controller') {
     stop = (await runController(parseControllerConfig(args, process.env))).stop;
+    shutdownTimeoutMs = CONTROLLER_SHUTDOWN_TIMEOUT_MS;
   } else {
     throw new Error(USAGE);
   }
+  let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      // A leader releases its Lease on the way out; never let a slow API hold the exit up for long.
-      setTimeout(() => process.exit(0), SHUTDOWN_TIMEOUT_MS).unref();
+    process.on(signal, () => {
+      // A second signal (Ctrl-C twice) exits at once.
+      if (stopping) process.exit(1);
+      stopping = true;
+      // The agent finishes its stops, a leader releases its Lease; never let a slow API hold the exit up for long.
+      setTimeout(() => process.exit(0), shutdownTimeoutMs).unref();
       stop().finally(() => process.exit(0));
     });
   }

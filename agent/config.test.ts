@@ -6,6 +6,7 @@ describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
       nodeName: 'n1', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
+      requestDeadlineSeconds: 300, requestTTLSeconds: 600,
     });
   });
   it('refuses to start without a node name', () => {
@@ -22,5 +23,30 @@ describe('parseAgentConfig', () => {
     assert.equal(c.nodeName, 'n2');
     assert.equal(c.runtimeSocket, '/run/x.sock');
     assert.equal(c.kubeconfig, '/k');
+  });
+  it('takes the deadline and TTL of the requests it creates, within the CRD\'s bounds', () => {
+    const c = parseAgentConfig(['--request-deadline-seconds', '3', '--request-ttl-seconds', '1'], { NODE_NAME: 'n1' });
+    assert.equal(c.requestDeadlineSeconds, 3);
+    assert.equal(c.requestTTLSeconds, 1);
+    const max = parseAgentConfig(['--request-deadline-seconds', '86400', '--request-ttl-seconds', '604800'], { NODE_NAME: 'n1' });
+    assert.equal(max.requestDeadlineSeconds, 86400);
+    assert.equal(max.requestTTLSeconds, 604800);
+  });
+  const bad: [string, string, RegExp][] = [
+    ['--request-deadline-seconds', '2', /--request-deadline-seconds must be a whole number from 3 to 86400, got "2"/],
+    ['--request-deadline-seconds', '86401', /from 3 to 86400, got "86401"/],
+    ['--request-deadline-seconds', '1.5', /from 3 to 86400, got "1.5"/],
+    ['--request-deadline-seconds', '', /from 3 to 86400, got ""/],
+    ['--request-ttl-seconds', '0', /--request-ttl-seconds must be a whole number from 1 to 604800, got "0"/],
+    ['--request-ttl-seconds', '604801', /from 1 to 604800/],
+    ['--request-ttl-seconds', 'soon', /from 1 to 604800, got "soon"/],
+  ];
+  for (const [flag, value, message] of bad) {
+    it(`rejects ${flag} ${JSON.stringify(value)}`, () => {
+      assert.throws(() => parseAgentConfig([`${flag}=${value}`], { NODE_NAME: 'n1' }), message);
+    });
+  }
+  it('lists the flags in its usage', () => {
+    assert.throws(() => parseAgentConfig(['--help'], { NODE_NAME: 'n1' }), /--request-deadline-seconds N[\s\S]*--request-ttl-seconds N/);
   });
 });

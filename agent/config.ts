@@ -1,5 +1,6 @@
 // The agent's configuration: flags, with NODE_NAME from the environment (the downward API).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from '../crr/types.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -11,16 +12,27 @@ export interface AgentConfig {
   workers: number;
   resyncSeconds: number;
   kubeconfig?: string;
+  /** activeDeadlineSeconds of the requests the agent creates itself (on a main container's exit). */
+  requestDeadlineSeconds: number;
+  /** ttlSecondsAfterFinished of the requests the agent creates itself. */
+  requestTTLSeconds: number;
 }
 
+/** The CRD's lower bound of activeDeadlineSeconds. */
+const MIN_DEADLINE_SECONDS = 3;
+
 const USAGE = `usage: sidecar-terminator agent [flags]
-  --node-name NAME        node this agent serves (default: env NODE_NAME; required)
-  --host-run-dir DIR      the host's /var/run as mounted here (default /var/run)
-  --runtime-socket PATH   use this CRI or Docker socket instead of looking for one
-  --metrics-port N        port of /metrics, /healthz, /readyz (default 9440)
-  --workers N             Pods processed at once (default 32)
-  --resync-seconds N      re-check every active request this often (default 30)
-  --kubeconfig PATH       kubeconfig (default: in-cluster, or env KUBECONFIG)`;
+  --node-name NAME                  node this agent serves (default: env NODE_NAME; required)
+  --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
+  --runtime-socket PATH             use this CRI or Docker socket instead of looking for one
+  --metrics-port N                  port of /metrics, /healthz, /readyz (default 9440)
+  --workers N                       Pods processed at once (default 32)
+  --resync-seconds N                re-check every active request this often (default 30)
+  --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
+  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main
+                                    containers exit (default 300, ${MIN_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
+  --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default 600,
+                                    1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseFlags(USAGE, {
@@ -33,6 +45,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '30' },
       kubeconfig: { type: 'string' },
+      'request-deadline-seconds': { type: 'string', default: '300' },
+      'request-ttl-seconds': { type: 'string', default: '600' },
     },
     strict: true,
   });
@@ -46,6 +60,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     workers: positiveInt('workers', values.workers),
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
+    requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
   };
 }
 
@@ -61,5 +77,14 @@ export function parseFlags<T extends ParseArgsConfig>(usage: string, config: T):
 export function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A whole number within min..max (the CRD's bounds of the field it sets). */
+export function intInRange(flag: string, value: string, min: number, max: number): number {
+  const n = value.trim() === '' ? NaN : Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`--${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  }
   return n;
 }

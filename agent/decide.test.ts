@@ -1,13 +1,16 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { planRequest, kubeletRestarts } from './decide.ts';
-import type { RequestInputs, RuntimeView } from './decide.ts';
+import { MAX_REQUEUE_MS, capRequeueMs, graceSecondsOf, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
+import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
-import type { ContainerRecreateRequest, ContainerRecreateState, CRRStrategy } from '../crr/types.ts';
-import type { RuntimeContainer } from './runtime/types.ts';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../crr/types.ts';
+import { MAX_STRATEGY_SECONDS } from '../crr/types.ts';
+import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
+import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const CREATED = '2026-01-01T00:09:00Z';
+const UID_LABEL = 'crr.sidecar-terminator.dev/pod-uid';
 
 function status(name: string, over: Partial<AgentContainerStatus> = {}): AgentContainerStatus {
   return { name, containerID: `containerd://${name}-1`, restartCount: 0, ready: true, state: 'running', startedAtMs: NOW - 60_000, ...over };
@@ -15,9 +18,9 @@ function status(name: string, over: Partial<AgentContainerStatus> = {}): AgentCo
 
 function pod(over: Partial<AgentPod> = {}): AgentPod {
   return {
-    namespace: 'ns', name: 'job-pod', uid: 'uid-1', nodeName: 'node-a', restartPolicy: 'Never',
+    namespace: 'ns', name: 'job-pod', uid: 'uid-1', nodeName: 'node-a', phase: 'Running', restartPolicy: 'Never',
     terminationGracePeriodSeconds: 30, deleting: false,
-    containers: [{ name: 'main' }, { name: 'proxy', preStop: { exec: { command: ['/bin/drain'] } } }],
+    containers: [{ name: 'main' }, { name: 'proxy', preStop: { exec: { command: ['/bin/drain'] } }, ports: [{ name: 'admin', containerPort: 15000 }] }],
     statuses: [status('main', { state: 'terminated', exitCode: 0 }), status('proxy')],
     ...over,
   };
@@ -26,33 +29,46 @@ function pod(over: Partial<AgentPod> = {}): AgentPod {
 function crr(names: string[], strategy: CRRStrategy = {}, states?: ContainerRecreateState[]): ContainerRecreateRequest {
   return {
     apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest',
-    metadata: { name: 'r1', namespace: 'ns', creationTimestamp: CREATED, labels: { 'crr.sidecar-terminator.dev/pod-uid': 'uid-1' } },
+    metadata: { name: 'r1', namespace: 'ns', creationTimestamp: CREATED, labels: { [UID_LABEL]: 'uid-1' } },
     spec: { podName: 'job-pod', containers: names.map((name) => ({ name, statusContext: { containerID: `containerd://${name}-1`, restartCount: 0 } })), strategy },
     status: states ? { phase: 'Recreating', containerRecreateStates: states } : undefined,
   };
 }
 
-function running(id: string): RuntimeView {
-  return { container: { id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n } };
+/** kubelet's labels on the Pod's own container `name`. */
+function owner(name: string, over: Partial<ContainerOwner> = {}): ContainerOwner {
+  return { podUid: 'uid-1', podNamespace: 'ns', podName: 'job-pod', container: name, ...over };
 }
-function exited(id: string, exitCode: number): RuntimeView {
-  const c: RuntimeContainer = { id, state: 'exited', exitCode, startedAtNs: 1n, finishedAtNs: 2n };
-  return { container: c };
+
+/** The runtime's view of `containerd://<id>` (by default `<name>-1`, what status() reports), with kubelet's labels. */
+function running(name: string, over: Partial<RuntimeContainer> = {}, id = `${name}-1`): RuntimeView {
+  return { containerID: `containerd://${id}`, container: { id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner(name), ...over } };
+}
+function exited(name: string, exitCode: number, id = `${name}-1`): RuntimeView {
+  return running(name, { state: 'exited', exitCode, finishedAtNs: 2n }, id);
 }
 
 function input(over: Partial<RequestInputs>): RequestInputs {
-  return { crr: crr(['proxy']), pod: pod(), nodeName: 'node-a', runtime: new Map([['proxy', running('proxy-1')]]), nowMs: NOW, ...over };
+  return { crr: crr(['proxy']), pod: pod(), nodeName: 'node-a', runtime: new Map([['proxy', running('proxy')]]), nowMs: NOW, ...over };
+}
+
+function withSpec(request: ContainerRecreateRequest, spec: Partial<ContainerRecreateRequest['spec']>): ContainerRecreateRequest {
+  return { ...request, spec: { ...request.spec, ...spec } };
+}
+
+function allMessages(plan: RequestPlan): string {
+  return [plan.status.message, ...(plan.status.containerRecreateStates ?? []).map((s) => s.message)].join(' ');
 }
 
 describe('planRequest: one container', () => {
   const cases: { name: string; in: Partial<RequestInputs>; phase: string; container?: Partial<ContainerRecreateState>; stops: string[]; message?: RegExp }[] = [
     { name: 'running container is stopped, isKilled recorded before the stop', in: {}, phase: 'Recreating', container: { phase: 'Recreating', isKilled: true }, stops: ['containerd://proxy-1'] },
-    { name: 'exited after the stop, Never: Succeeded with exit code', in: { crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]), runtime: new Map([['proxy', exited('proxy-1', 143)]]) }, phase: 'Completed', container: { phase: 'Succeeded', exitCode: 143, isKilled: true }, stops: [] },
-    { name: 'exited 0, OnFailure: Succeeded', in: { pod: pod({ restartPolicy: 'OnFailure' }), runtime: new Map([['proxy', exited('proxy-1', 0)]]) }, phase: 'Completed', container: { phase: 'Succeeded', exitCode: 0 }, stops: [] },
-    { name: 'exited 143, OnFailure: kubelet restarts it, Recreating', in: { pod: pod({ restartPolicy: 'OnFailure' }), runtime: new Map([['proxy', exited('proxy-1', 143)]]) }, phase: 'Recreating', container: { phase: 'Recreating', exitCode: 143 }, stops: [] },
-    { name: 'exited, Always: Recreating until the new one runs', in: { pod: pod({ restartPolicy: 'Always' }), runtime: new Map([['proxy', exited('proxy-1', 0)]]) }, phase: 'Recreating', container: { phase: 'Recreating' }, stops: [] },
-    { name: 'container missing on the node: Pending with message', in: { runtime: new Map([['proxy', {}]]) }, phase: 'Recreating', container: { phase: 'Pending' }, stops: [], message: /not found on node node-a/ },
-    { name: 'runtime down: state unknown, nothing stopped', in: { runtime: new Map([['proxy', { error: 'connect ENOENT' }]]) }, phase: 'Recreating', container: { phase: 'Pending' }, stops: [], message: /runtime: connect ENOENT/ },
+    { name: 'exited after the stop, Never: Succeeded with exit code', in: { crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]), runtime: new Map([['proxy', exited('proxy', 143)]]) }, phase: 'Completed', container: { phase: 'Succeeded', exitCode: 143, isKilled: true }, stops: [] },
+    { name: 'exited 0, OnFailure: Succeeded', in: { pod: pod({ restartPolicy: 'OnFailure' }), runtime: new Map([['proxy', exited('proxy', 0)]]) }, phase: 'Completed', container: { phase: 'Succeeded', exitCode: 0 }, stops: [] },
+    { name: 'exited 143, OnFailure: kubelet restarts it, Recreating', in: { pod: pod({ restartPolicy: 'OnFailure' }), runtime: new Map([['proxy', exited('proxy', 143)]]) }, phase: 'Recreating', container: { phase: 'Recreating', exitCode: 143 }, stops: [] },
+    { name: 'exited, Always: Recreating until the new one runs', in: { pod: pod({ restartPolicy: 'Always' }), runtime: new Map([['proxy', exited('proxy', 0)]]) }, phase: 'Recreating', container: { phase: 'Recreating' }, stops: [] },
+    { name: 'container missing on the node: Pending with message', in: { runtime: new Map([['proxy', { containerID: 'containerd://proxy-1' }]]) }, phase: 'Recreating', container: { phase: 'Pending' }, stops: [], message: /container containerd:\/\/proxy-1 not found on node node-a/ },
+    { name: 'runtime down: state unknown, nothing stopped', in: { runtime: new Map([['proxy', { containerID: 'containerd://proxy-1', error: 'connect ENOENT' }]]) }, phase: 'Recreating', container: { phase: 'Pending' }, stops: [], message: /runtime: connect ENOENT/ },
     { name: 'unknown container: Failed, request completes (failurePolicy Fail)', in: { crr: crr(['nope']) }, phase: 'Completed', container: { phase: 'Failed' }, stops: [], message: /no container nope/ },
     { name: 'already Succeeded is final', in: { crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Succeeded', isKilled: true, exitCode: 0 }]) }, phase: 'Completed', container: { phase: 'Succeeded' }, stops: [] },
     { name: 'Pod on another node: completed with message', in: { pod: pod({ nodeName: 'node-b' }) }, phase: 'Completed', stops: [], message: /runs on node node-b, not node-a/ },
@@ -97,8 +113,14 @@ describe('planRequest: recreated containers', () => {
     assert.deepEqual(plan.stops, []);
   });
   it('forceRecreate stops a recreated container once, by its new ID', () => {
-    const plan = planRequest(input({ pod: withPod, crr: crr(['proxy'], { forceRecreate: true }) }));
+    const plan = planRequest(input({ pod: withPod, crr: crr(['proxy'], { forceRecreate: true }), runtime: new Map([['proxy', running('proxy', {}, 'proxy-2')]]) }));
     assert.deepEqual(plan.stops.map((s) => s.containerID), ['containerd://proxy-2']);
+    assert.equal(plan.stops[0]?.resumed, false);
+  });
+  it('forceRecreate waits while the runtime has not shown the recreated container running', () => {
+    const plan = planRequest(input({ pod: withPod, crr: crr(['proxy'], { forceRecreate: true }), runtime: new Map() }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.status.containerRecreateStates?.[0]?.phase, 'Recreating');
   });
   it('forceRecreate does not stop again once isKilled is recorded (agent restart after the stop)', () => {
     const plan = planRequest(input({ pod: withPod, crr: crr(['proxy'], { forceRecreate: true }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
@@ -117,7 +139,7 @@ describe('planRequest: several containers', () => {
     containers: [{ name: 'a' }, { name: 'b' }, { name: 'c' }],
     statuses: [status('a'), status('b'), status('c')],
   });
-  const allRunning = new Map([['a', running('a-1')], ['b', running('b-1')], ['c', running('c-1')]]);
+  const allRunning = new Map([['a', running('a')], ['b', running('b')], ['c', running('c')]]);
 
   it('stops all in parallel by default, with the Pod grace period and the Pod preStop', () => {
     const plan = planRequest(input({ pod: three, crr: crr(['a', 'b', 'c']), runtime: allRunning }));
@@ -188,4 +210,248 @@ describe('kubeletRestarts', () => {
   for (const [policy, code, expected] of table) {
     it(`${policy} exit ${code} → ${expected}`, () => assert.equal(kubeletRestarts(policy, code), expected));
   }
+});
+
+describe('planRequest: only the Pod status names the container acted on', () => {
+  const forged = (containerID: string): ContainerRecreateRequest =>
+    withSpec(crr(['proxy']), { containers: [{ name: 'proxy', statusContext: { containerID, restartCount: 0 } }] });
+  // Another namespace's container, which the agent could stop: the creator knows its ID.
+  const victim = 'containerd://victim-in-other-ns';
+  const victimView: RuntimeView = { containerID: victim, container: { id: 'victim-in-other-ns', state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner('app', { podNamespace: 'other', podName: 'victim', podUid: 'uid-v' }) } };
+
+  const notStarted: { name: string; statuses: AgentContainerStatus[] }[] = [
+    { name: 'Pod status has the container without an ID', statuses: [status('main'), status('proxy', { containerID: undefined, state: 'waiting', ready: false })] },
+    { name: 'Pod status has no entry for the container yet', statuses: [status('main')] },
+  ];
+  for (const c of notStarted) {
+    it(`forged statusContext of another Pod's container, ${c.name}: Pending, nothing stopped`, () => {
+      const plan = planRequest(input({ crr: forged(victim), pod: pod({ statuses: c.statuses }), runtime: new Map([['proxy', victimView]]) }));
+      assert.deepEqual(plan.stops, []);
+      assert.equal(plan.status.phase, 'Recreating');
+      assert.equal(plan.status.containerRecreateStates?.[0]?.phase, 'Pending');
+      assert.equal(plan.status.containerRecreateStates?.[0]?.isKilled, false);
+      assert.match(allMessages(plan), /container proxy has not started yet \(no container ID in the Pod status\)/);
+    });
+  }
+  it('not started: looked at again when the deadline passes, then completed by it', () => {
+    const request = withSpec(forged(victim), { activeDeadlineSeconds: 300 });
+    const notYet = pod({ statuses: [status('main')] });
+    const plan = planRequest(input({ crr: request, pod: notYet }));
+    assert.equal(plan.requeueAfterMs, 240_001);
+    const later = planRequest(input({ crr: request, pod: notYet, nowMs: NOW + 240_001 }));
+    assert.equal(later.status.phase, 'Completed');
+    assert.match(later.status.message ?? '', /activeDeadlineSeconds \(300s\) passed/);
+    assert.deepEqual(later.stops, []);
+  });
+  it('forged statusContext while the Pod status has an ID: never the forged ID; counts as another attempt', () => {
+    const plan = planRequest(input({ crr: forged(victim), runtime: new Map([['proxy', running('proxy')]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.ok(!JSON.stringify(plan).includes('victim-in-other-ns'));
+  });
+  it('forged statusContext with forceRecreate: stops the Pod status\'s own container, verified by its labels', () => {
+    const plan = planRequest(input({ crr: withSpec(forged(victim), { strategy: { forceRecreate: true } }) }));
+    assert.deepEqual(plan.stops.map((s) => s.containerID), ['containerd://proxy-1']);
+  });
+  it('a runtime view of any other ID than the Pod status\'s is not used', () => {
+    const plan = planRequest(input({ runtime: new Map([['proxy', victimView]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.match(allMessages(plan), /containerd:\/\/proxy-1 not found on node/);
+  });
+  it('a view whose container has another ID than it was asked for is not used', () => {
+    const plan = planRequest(input({ runtime: new Map([['proxy', running('proxy', { id: 'proxy-9' })]]) }));
+    assert.deepEqual(plan.stops, []);
+  });
+  it('hook and ports come from the Pod spec, never from the request', () => {
+    const request = crr(['proxy']);
+    const hostile = { name: 'proxy', statusContext: { containerID: 'containerd://proxy-1', restartCount: 0 }, preStop: { exec: { command: ['sh', '-c', 'rm -rf /'] } }, ports: [{ name: 'admin', containerPort: 22 }] };
+    const plan = planRequest(input({ crr: withSpec(request, { containers: [hostile as CRRContainer] }) }));
+    assert.deepEqual(plan.stops[0]?.preStop, { exec: { command: ['/bin/drain'] } });
+    assert.deepEqual(plan.stops[0]?.ports, [{ name: 'admin', containerPort: 15000 }]);
+  });
+});
+
+describe('planRequest: runtime labels must name the request\'s Pod and container', () => {
+  const mismatches: { name: string; owner: Partial<ContainerOwner>; says: RegExp }[] = [
+    { name: 'another namespace', owner: { podNamespace: 'other' }, says: /belongs to Pod other\/job-pod \(uid uid-1\) container proxy by its kubelet labels/ },
+    { name: 'another Pod (uid)', owner: { podUid: 'uid-9' }, says: /belongs to Pod ns\/job-pod \(uid uid-9\) container proxy/ },
+    { name: 'another Pod (name)', owner: { podName: 'someone-else' }, says: /belongs to Pod ns\/someone-else \(uid uid-1\)/ },
+    { name: 'another container of the same Pod', owner: { container: 'main' }, says: /belongs to Pod ns\/job-pod \(uid uid-1\) container main/ },
+  ];
+  for (const c of mismatches) {
+    it(`${c.name}: refused, nothing stopped, a Warning planned`, () => {
+      const plan = planRequest(input({ runtime: new Map([['proxy', running('proxy', { owner: owner('proxy', c.owner) })]]) }));
+      assert.deepEqual(plan.stops, []);
+      assert.equal(plan.status.phase, 'Completed');
+      assert.equal(plan.refusal?.reason, 'runtime-owner-mismatch');
+      const message = plan.status.message ?? '';
+      assert.match(message, /^refused: container containerd:\/\/proxy-1, which the Pod status reports for container proxy, /);
+      assert.match(message, c.says);
+      assert.match(message, /but the request named Pod ns\/job-pod \(uid uid-1\) container proxy; nothing was executed$/);
+      assert.partialDeepStrictEqual(plan.status.containerRecreateStates?.[0], { name: 'proxy', phase: 'Failed', message });
+      assert.deepEqual(plan.events, [{ type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request r1 ${message}` }]);
+    });
+  }
+  it('a container without kubelet labels (a Docker container not created by kubelet): refused', () => {
+    const plan = planRequest(input({ runtime: new Map([['proxy', running('proxy', { owner: undefined })]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.status.phase, 'Completed');
+    assert.equal(plan.refusal?.reason, 'runtime-owner-missing');
+    assert.match(plan.status.message ?? '', /^refused: container containerd:\/\/proxy-1, which the Pod status reports for container proxy, has no kubelet labels \(io\.kubernetes\.pod\.uid, .*\), so it was not created by kubelet for any Pod; the request named Pod ns\/job-pod \(uid uid-1\) container proxy; nothing was executed$/);
+    assert.equal(plan.events[0]?.reason, EVENT_REASONS.requestRefused);
+  });
+  it('one forged container refuses the whole request: the good one is not stopped either', () => {
+    const two = pod({ containers: [{ name: 'a' }, { name: 'b' }], statuses: [status('a'), status('b')] });
+    const runtime = new Map([['a', running('a')], ['b', running('b', { owner: owner('b', { podNamespace: 'kube-system' }) })]]);
+    const plan = planRequest(input({ pod: two, crr: crr(['a', 'b'], { orderedRecreate: true }), runtime }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.status.phase, 'Completed');
+    assert.deepEqual(plan.status.containerRecreateStates?.map((s) => s.phase), ['Pending', 'Failed']);
+  });
+  it('also on the forceRecreate path', () => {
+    const recreated = pod({ statuses: [status('main'), status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1 })] });
+    const runtime = new Map([['proxy', running('proxy', { owner: owner('proxy', { podNamespace: 'other' }) }, 'proxy-2')]]);
+    const plan = planRequest(input({ pod: recreated, crr: crr(['proxy'], { forceRecreate: true }), runtime }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.refusal?.reason, 'runtime-owner-mismatch');
+  });
+  it('also when the container already exited (the Pod status is forged either way)', () => {
+    const plan = planRequest(input({ runtime: new Map([['proxy', { ...exited('proxy', 0), container: { ...exited('proxy', 0).container!, owner: undefined } }]]) }));
+    assert.equal(plan.refusal?.reason, 'runtime-owner-missing');
+  });
+  it('ownerRefusal: the Pod\'s own container passes', () => {
+    assert.equal(ownerRefusal(pod(), 'proxy', 'containerd://proxy-1', running('proxy').container!), undefined);
+  });
+});
+
+describe('planRequest: request labels and node', () => {
+  const noLabel = crr(['proxy']);
+  noLabel.metadata.labels = {};
+  const cases: { name: string; in: Partial<RequestInputs>; reason: string; message: RegExp }[] = [
+    { name: 'no pod-uid label', in: { crr: noLabel }, reason: 'pod-uid-label-missing', message: /^refused: request ns\/r1 has no crr\.sidecar-terminator\.dev\/pod-uid label, so it cannot be matched to Pod ns\/job-pod \(uid uid-1\); nothing was executed$/ },
+    { name: 'pod-uid label of another Pod', in: { pod: pod({ uid: 'uid-2' }) }, reason: 'pod-uid-mismatch', message: /^refused: request ns\/r1 is for Pod uid uid-1, but Pod ns\/job-pod has uid uid-2 \(job-pod was replaced\); nothing was executed$/ },
+    { name: 'Pod on another node', in: { pod: pod({ nodeName: 'node-b' }) }, reason: 'other-node', message: /^refused: Pod ns\/job-pod runs on node node-b, not node-a; nothing was executed$/ },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: refused, nothing stopped, a Warning planned`, () => {
+      const plan = planRequest(input(c.in));
+      assert.equal(plan.status.phase, 'Completed');
+      assert.deepEqual(plan.stops, []);
+      assert.equal(plan.refusal?.reason, c.reason);
+      assert.match(plan.status.message ?? '', c.message);
+      assert.equal(plan.events.length, 1);
+      assert.equal(plan.events[0]?.type, 'Warning');
+      assert.equal(plan.events[0]?.reason, EVENT_REASONS.requestRefused);
+    });
+  }
+  it('a request waiting behind another is refused too', () => {
+    const plan = planRequest(input({ crr: noLabel, queuedBehind: 'r0', runtime: new Map() }));
+    assert.equal(plan.refusal?.reason, 'pod-uid-label-missing');
+  });
+  it('completions that are no refusal plan no event', () => {
+    const plan = planRequest(input({ pod: pod({ deleting: true }) }));
+    assert.equal(plan.refusal, undefined);
+    assert.deepEqual(plan.events, []);
+  });
+});
+
+describe('planRequest: a terminal Pod restarts nothing', () => {
+  const table: { phase: AgentPod['phase']; policy: AgentPod['restartPolicy']; code: number; expect: string }[] = [
+    { phase: 'Succeeded', policy: 'OnFailure', code: 143, expect: 'Succeeded' },
+    { phase: 'Failed', policy: 'OnFailure', code: 137, expect: 'Succeeded' },
+    { phase: 'Succeeded', policy: 'Always', code: 0, expect: 'Succeeded' },
+    { phase: 'Running', policy: 'OnFailure', code: 143, expect: 'Recreating' },
+  ];
+  for (const c of table) {
+    it(`${c.phase} Pod, ${c.policy}, exit ${c.code}: ${c.expect}`, () => {
+      const states: ContainerRecreateState[] = [{ name: 'proxy', phase: 'Recreating', isKilled: true }];
+      const plan = planRequest(input({ pod: pod({ phase: c.phase, restartPolicy: c.policy }), crr: crr(['proxy'], {}, states), runtime: new Map([['proxy', exited('proxy', c.code)]]) }));
+      assert.deepEqual(plan.stops, []);
+      assert.partialDeepStrictEqual(plan.status.containerRecreateStates?.[0], { phase: c.expect, exitCode: c.code });
+      assert.equal(plan.status.phase, c.expect === 'Succeeded' ? 'Completed' : 'Recreating');
+    });
+  }
+  it('a container restarted before the Pod finished and exited since: Succeeded', () => {
+    const p = pod({ phase: 'Succeeded', restartPolicy: 'OnFailure', statuses: [status('main'), status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1, state: 'terminated', exitCode: 143, ready: false })] });
+    const plan = planRequest(input({ pod: p, crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]), runtime: new Map() }));
+    assert.equal(plan.status.phase, 'Completed');
+    assert.partialDeepStrictEqual(plan.status.containerRecreateStates?.[0], { phase: 'Succeeded', exitCode: 143 });
+  });
+  it('a running container of a terminal Pod is still stopped', () => {
+    const plan = planRequest(input({ pod: pod({ phase: 'Succeeded', restartPolicy: 'OnFailure' }) }));
+    assert.deepEqual(plan.stops.map((s) => s.containerID), ['containerd://proxy-1']);
+  });
+});
+
+describe('planRequest: resuming a stop an earlier agent began', () => {
+  it('first stop: hook and ports from the Pod spec, not resumed', () => {
+    const plan = planRequest(input({}));
+    assert.deepEqual(plan.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: false, preStop: { exec: { command: ['/bin/drain'] } }, ports: [{ name: 'admin', containerPort: 15000 }] }]);
+  });
+  it('isKilled recorded, still running: the stop is resumed without the hook', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
+    assert.deepEqual(plan.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: true }]);
+    assert.equal(plan.status.containerRecreateStates?.[0]?.isKilled, true);
+  });
+  it('isKilled recorded and exited (the old agent finished before it went): Succeeded, no stop', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]), runtime: new Map([['proxy', exited('proxy', 143)]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.status.phase, 'Completed');
+    assert.partialDeepStrictEqual(plan.status.containerRecreateStates?.[0], { phase: 'Succeeded', exitCode: 143, isKilled: true });
+  });
+  it('a resumed stop does not wait for unreadyGracePeriodSeconds again', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], { unreadyGracePeriodSeconds: 10 }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
+    assert.equal(plan.stops[0]?.resumed, true);
+  });
+});
+
+describe('bounds', () => {
+  it('grace: the strategy\'s, else the Pod\'s, capped at MAX_STRATEGY_SECONDS', () => {
+    assert.equal(graceSecondsOf(5, 30), 5);
+    assert.equal(graceSecondsOf(undefined, 30), 30);
+    assert.equal(graceSecondsOf(0, 30), 0);
+    assert.equal(graceSecondsOf(10 ** 12, 30), MAX_STRATEGY_SECONDS);
+    assert.equal(graceSecondsOf(undefined, Number.MAX_SAFE_INTEGER), MAX_STRATEGY_SECONDS);
+    assert.equal(graceSecondsOf(-5, 30), 0);
+  });
+  it('a Pod grace period of years is capped in the stop order', () => {
+    const plan = planRequest(input({ pod: pod({ terminationGracePeriodSeconds: 10 ** 9 }) }));
+    assert.equal(plan.stops[0]?.graceSeconds, MAX_STRATEGY_SECONDS);
+    assert.ok(plan.stops[0]!.graceSeconds * 1000 < 2 ** 31 - 1);
+  });
+  it('a strategy grace period past the CRD maximum is capped too', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], { terminationGracePeriodSeconds: 10 ** 7 }) }));
+    assert.equal(plan.stops[0]?.graceSeconds, MAX_STRATEGY_SECONDS);
+  });
+  it('capRequeueMs', () => {
+    assert.equal(capRequeueMs(undefined), undefined);
+    assert.equal(capRequeueMs(1_500.2), 1_501);
+    assert.equal(capRequeueMs(-5), 0);
+    assert.equal(capRequeueMs(10 ** 15), MAX_REQUEUE_MS);
+    assert.ok(MAX_REQUEUE_MS <= 3_600_000);
+  });
+  const recreatedPod = pod({ restartPolicy: 'Always', statuses: [status('main'), status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1, startedAtMs: NOW - 1_000 })] });
+  const recreating = [{ name: 'proxy', phase: 'Recreating' as const, isKilled: true }];
+  const requeues: { name: string; in: Partial<RequestInputs> }[] = [
+    { name: 'minStartedSeconds far past the CRD maximum', in: { pod: recreatedPod, crr: crr(['proxy'], { minStartedSeconds: 10 ** 9 }, recreating) } },
+    { name: 'a recreated container started in the future (clock skew)', in: { pod: pod({ restartPolicy: 'Always', statuses: [status('main'), status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1, startedAtMs: NOW + 10 ** 12 })] }), crr: crr(['proxy'], { minStartedSeconds: 10 }, recreating) } },
+    { name: 'not-ready since the far future', in: { crr: crr(['proxy'], { unreadyGracePeriodSeconds: 10 ** 9 }), pod: pod({ readiness: { status: 'False', sinceMs: NOW + 10 ** 12 } }) } },
+    { name: 'a deadline of years', in: { crr: withSpec(crr(['proxy'], {}, recreating), { activeDeadlineSeconds: 10 ** 9 }), runtime: new Map([['proxy', exited('proxy', 1)]]), pod: pod({ restartPolicy: 'Always' }) } },
+  ];
+  for (const c of requeues) {
+    it(`requeueAfterMs is capped: ${c.name}`, () => {
+      const plan = planRequest(input(c.in));
+      assert.notEqual(plan.status.phase, 'Completed');
+      assert.ok(plan.requeueAfterMs !== undefined, 'a requeue was planned');
+      assert.ok(plan.requeueAfterMs! > 0 && plan.requeueAfterMs! <= MAX_REQUEUE_MS, `requeueAfterMs ${plan.requeueAfterMs}`);
+    });
+  }
+});
+
+describe('kubeletRestarts in a terminal Pod', () => {
+  for (const phase of ['Succeeded', 'Failed'] as const) {
+    for (const policy of ['Always', 'OnFailure', 'Never'] as const) {
+      it(`${phase}, ${policy}, exit 143 → false`, () => assert.equal(kubeletRestarts(policy, 143, phase), false));
+    }
+  }
+  it('Running, OnFailure, exit 143 → true', () => assert.equal(kubeletRestarts('OnFailure', 143, 'Running'), true));
 });

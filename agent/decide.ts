@@ -1,21 +1,32 @@
 // Pure decisions of the node agent: given a request, its Pod and what the runtime says about each
 // target container, what the request's status should be and which containers to stop now.
 // Everything here is computed from current state only, so a restarted agent decides the same.
+//
+// A request's creator may hold nothing but `create` on requests in one namespace, and anything they
+// write is hostile. So only the container names come from the request: the container ID acted on is
+// the one the Pod status (as the API server shows it) reports for that name, the hook and its ports
+// come from the Pod spec, and the runtime's kubelet labels of that container must name the very Pod
+// and container before anything is executed or stopped. `statusContext` only pins the attempt.
+import type { PodEvent } from '../common/events.ts';
+import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
 import type {
+  ContainerPort,
   ContainerRecreateRequest,
   ContainerRecreateState,
   CRRContainer,
   CRRStatus,
   Handler,
-  ContainerPort,
 } from '../crr/types.ts';
-import { LABEL_POD_UID } from '../crr/types.ts';
+import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../crr/types.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
+import { KUBELET_LABELS } from './runtime/owner.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
 
-/** What the runtime said about a request's target container (`statusContext.containerID`). */
+/** What the runtime said about the container the Pod status reports for a request's target. */
 export interface RuntimeView {
+  /** The `<runtime>://<id>` the runtime was asked about: a view of any other ID is not used. */
+  containerID?: string;
   container?: RuntimeContainer;
   /** The runtime could not be asked (down, unknown prefix): the container's state is unknown. */
   error?: string;
@@ -23,18 +34,44 @@ export interface RuntimeView {
 
 export interface StopOrder {
   name: string;
-  /** `<runtime>://<id>` of the container to stop. */
+  /** `<runtime>://<id>` of the container to stop: always the one the Pod status reports. */
   containerID: string;
+  /** Capped at MAX_STRATEGY_SECONDS. */
   graceSeconds: number;
+  /** From the Pod spec only; never set on a resumed stop. */
   preStop?: Handler;
+  /** From the Pod spec only (named ports of an httpGet/tcpSocket hook). */
   ports?: ContainerPort[];
+  /**
+   * isKilled was already recorded and the container still runs: an earlier agent began this stop
+   * and died. It is finished without running the hook again and without a second Killing event.
+   */
+  resumed: boolean;
+}
+
+export type RefusalReason =
+  | 'pod-uid-label-missing'
+  | 'pod-uid-mismatch'
+  | 'other-node'
+  | 'runtime-owner-missing'
+  | 'runtime-owner-mismatch';
+
+/** The request does not match its Pod: it is completed at once and nothing is executed. */
+export interface Refusal {
+  reason: RefusalReason;
+  /** `refused: <what>; nothing was executed` */
+  message: string;
 }
 
 export interface RequestPlan {
   status: CRRStatus;
   stops: StopOrder[];
-  /** Look again after this long even if nothing changes (a timer, not a retry). */
+  /** Look again after this long even if nothing changes (a timer, not a retry); at most MAX_REQUEUE_MS. */
   requeueAfterMs?: number;
+  /** Set when the request was refused (status Completed, no stops). */
+  refusal?: Refusal;
+  /** Events for the Pod, to record once the status was written. */
+  events: PodEvent[];
 }
 
 export interface RequestInputs {
@@ -43,13 +80,17 @@ export interface RequestInputs {
   nodeName: string;
   /** Name of an older unfinished request for the same Pod, if any: this one waits behind it. */
   queuedBehind?: string;
+  /** By container name: the runtime's view of the container ID the Pod status reports for it. */
   runtime: ReadonlyMap<string, RuntimeView>;
   nowMs: number;
 }
 
+/** No planned timer is longer (far below Node's 2^31-1 ms); the periodic resync looks anyway. */
+export const MAX_REQUEUE_MS = 3_600_000;
+
 type ContainerStep =
   | { kind: 'keep'; state: ContainerRecreateState; requeueAfterMs?: number }
-  | { kind: 'stop'; state: ContainerRecreateState; containerID: string };
+  | { kind: 'stop'; state: ContainerRecreateState; containerID: string; resumed: boolean };
 
 const FINAL = new Set(['Succeeded', 'Failed']);
 
@@ -57,25 +98,75 @@ export function isFinal(state: ContainerRecreateState | undefined): boolean {
   return state !== undefined && FINAL.has(state.phase);
 }
 
+/** Succeeded and Failed Pods are done: kubelet restarts none of their containers. */
+export function isTerminal(phase: AgentPod['phase']): boolean {
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
 /** Whether kubelet restarts a container that exited with `exitCode` under this restart policy. */
-export function kubeletRestarts(restartPolicy: AgentPod['restartPolicy'], exitCode: number | undefined): boolean {
+export function kubeletRestarts(restartPolicy: AgentPod['restartPolicy'], exitCode: number | undefined, podPhase?: AgentPod['phase']): boolean {
+  if (podPhase !== undefined && isTerminal(podPhase)) return false;
   return restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && exitCode !== 0);
+}
+
+/** The grace period handed to the runtime: the strategy's, else the Pod's, within 0..MAX_STRATEGY_SECONDS. */
+export function graceSecondsOf(strategySeconds: number | undefined, podSeconds: number): number {
+  const seconds = strategySeconds ?? podSeconds;
+  if (!Number.isFinite(seconds)) return MAX_STRATEGY_SECONDS;
+  return Math.min(MAX_STRATEGY_SECONDS, Math.max(0, Math.floor(seconds)));
+}
+
+/** A requeue delay within 0..MAX_REQUEUE_MS, or undefined. */
+export function capRequeueMs(ms: number | undefined): number | undefined {
+  if (ms === undefined || Number.isNaN(ms)) return undefined;
+  return Math.min(MAX_REQUEUE_MS, Math.max(0, Math.ceil(ms)));
+}
+
+const refusedMessage = (what: string) => `refused: ${what}; nothing was executed`;
+
+/**
+ * Whether the runtime container is the Pod's container `name` by kubelet's labels; a Refusal when it
+ * has none (not created by kubelet) or they name another Pod, namespace or container.
+ */
+export function ownerRefusal(pod: AgentPod, name: string, containerID: string, container: RuntimeContainer): Refusal | undefined {
+  const requested = `the request named Pod ${pod.namespace}/${pod.name} (uid ${pod.uid}) container ${name}`;
+  const which = `container ${containerID}, which the Pod status reports for container ${name},`;
+  const owner = container.owner;
+  if (!owner) {
+    const labels = Object.values(KUBELET_LABELS).join(', ');
+    return { reason: 'runtime-owner-missing', message: refusedMessage(`${which} has no kubelet labels (${labels}), so it was not created by kubelet for any Pod; ${requested}`) };
+  }
+  if (owner.podUid !== pod.uid || owner.podNamespace !== pod.namespace || owner.podName !== pod.name || owner.container !== name) {
+    const labelled = `Pod ${owner.podNamespace}/${owner.podName} (uid ${owner.podUid}) container ${owner.container}`;
+    return { reason: 'runtime-owner-mismatch', message: refusedMessage(`${which} belongs to ${labelled} by its kubelet labels, but ${requested}`) };
+  }
+  return undefined;
 }
 
 export function planRequest(input: RequestInputs): RequestPlan {
   const { crr, pod, nowMs } = input;
   const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
 
-  const refusal = refuse(input);
-  if (refusal) return complete(crr, recorded, refusal, nowMs);
+  const refusal = refuse(input) ?? runtimeOwnerRefusal(input, recorded);
+  if (refusal) return refused(input, recorded, refusal);
+  const ending = ended(input);
+  if (ending) return complete(crr, recorded, ending, nowMs);
+  // Look again just after the deadline, so that a request left waiting ends on time.
+  const remaining = untilDeadlineMs(input);
+  const untilDeadline = remaining === undefined ? undefined : remaining + 1;
 
   if (input.queuedBehind) {
     const states = crr.spec.containers.map((c) => recorded.get(c.name) ?? pending(c.name));
-    return { status: { phase: 'Pending', message: `waiting for ${input.queuedBehind} on the same Pod`, containerRecreateStates: states }, stops: [] };
+    return {
+      status: { phase: 'Pending', message: `waiting for ${input.queuedBehind} on the same Pod`, containerRecreateStates: states },
+      stops: [],
+      requeueAfterMs: capRequeueMs(untilDeadline),
+      events: [],
+    };
   }
 
   const strategy = crr.spec.strategy ?? {};
-  const graceSeconds = strategy.terminationGracePeriodSeconds ?? pod.terminationGracePeriodSeconds;
+  const graceSeconds = graceSecondsOf(strategy.terminationGracePeriodSeconds, pod.terminationGracePeriodSeconds);
   const unready = unreadyWait(input);
   const failFast = (strategy.failurePolicy ?? 'Fail') === 'Fail';
 
@@ -91,19 +182,12 @@ export function planRequest(input: RequestInputs): RequestPlan {
       continue;
     }
     const step = stepContainer(container, previous, input);
-    if (step.kind === 'stop' && unready !== undefined) {
+    if (step.kind === 'stop' && unready !== undefined && !step.resumed) {
       states.push({ ...(previous ?? pending(container.name)), message: unready.message });
       requeueAfterMs = minDefined(requeueAfterMs, unready.afterMs);
     } else if (step.kind === 'stop') {
       states.push(step.state);
-      const spec = pod.containers.find((c) => c.name === container.name);
-      stops.push({
-        name: container.name,
-        containerID: step.containerID,
-        graceSeconds,
-        preStop: container.preStop ?? spec?.preStop,
-        ports: container.ports ?? spec?.ports,
-      });
+      stops.push(stopOrder(pod, container.name, step, graceSeconds));
     } else {
       states.push(step.state);
       requeueAfterMs = minDefined(requeueAfterMs, step.requeueAfterMs);
@@ -115,23 +199,84 @@ export function planRequest(input: RequestInputs): RequestPlan {
   const failed = states.filter((s) => s.phase === 'Failed');
   if ((failFast && failed.length > 0) || states.every(isFinal)) {
     // With failurePolicy Fail, nothing more is stopped once a container failed.
-    return { status: completedStatus(states, failed, nowMs), stops: failFast && failed.length > 0 ? [] : stops };
+    return { status: completedStatus(states, failed, nowMs), stops: failFast && failed.length > 0 ? [] : stops, events: [] };
   }
-  return { status: { phase: 'Recreating', containerRecreateStates: states }, stops, requeueAfterMs };
+  return {
+    status: { phase: 'Recreating', containerRecreateStates: states },
+    stops,
+    requeueAfterMs: capRequeueMs(minDefined(requeueAfterMs, untilDeadline)),
+    events: [],
+  };
 }
 
-/** A reason the request cannot be carried out at all, or undefined. */
-function refuse({ crr, pod, nodeName, nowMs }: RequestInputs): string | undefined {
+/** The hook and ports come from the Pod spec, never from the request; a resumed stop runs no hook. */
+function stopOrder(pod: AgentPod, name: string, step: { containerID: string; resumed: boolean }, graceSeconds: number): StopOrder {
+  const order: StopOrder = { name, containerID: step.containerID, graceSeconds, resumed: step.resumed };
+  if (step.resumed) return order;
+  const spec = pod.containers.find((c) => c.name === name);
+  if (spec?.preStop) order.preStop = spec.preStop;
+  if (spec?.ports) order.ports = spec.ports;
+  return order;
+}
+
+/** A reason the request does not match its Pod at all (labels, node), or undefined. */
+function refuse({ crr, pod, nodeName }: RequestInputs): Refusal | undefined {
+  const request = `request ${crr.metadata.namespace}/${crr.metadata.name}`;
+  const podRef = `Pod ${pod.namespace}/${pod.name}`;
   const uidLabel = crr.metadata.labels?.[LABEL_POD_UID];
-  if (uidLabel && uidLabel !== pod.uid) return `Pod ${pod.name} was replaced (uid ${pod.uid}, request is for ${uidLabel})`;
-  if (pod.nodeName !== nodeName) return `Pod ${pod.name} runs on node ${pod.nodeName || '(none)'}, not ${nodeName}`;
-  if (pod.deleting) return `Pod ${pod.name} is being deleted`;
-  const deadline = crr.spec.activeDeadlineSeconds;
-  const created = crr.metadata.creationTimestamp ? new Date(crr.metadata.creationTimestamp).getTime() : undefined;
-  if (deadline !== undefined && created !== undefined && nowMs > created + deadline * 1000) {
-    return `activeDeadlineSeconds (${deadline}s) passed before the request finished`;
+  if (!uidLabel) {
+    return { reason: 'pod-uid-label-missing', message: refusedMessage(`${request} has no ${LABEL_POD_UID} label, so it cannot be matched to ${podRef} (uid ${pod.uid})`) };
+  }
+  if (uidLabel !== pod.uid) {
+    return { reason: 'pod-uid-mismatch', message: refusedMessage(`${request} is for Pod uid ${uidLabel}, but ${podRef} has uid ${pod.uid} (${pod.name} was replaced)`) };
+  }
+  if (pod.nodeName !== nodeName) {
+    return { reason: 'other-node', message: refusedMessage(`${podRef} runs on node ${pod.nodeName || '(none)'}, not ${nodeName}`) };
   }
   return undefined;
+}
+
+/**
+ * Checked before any container is stepped, so that no stop of one container is planned next to a
+ * container whose runtime labels name another Pod (a forged Pod status).
+ */
+function runtimeOwnerRefusal(input: RequestInputs, recorded: Map<string, ContainerRecreateState>): (Refusal & { container: string }) | undefined {
+  for (const c of input.crr.spec.containers) {
+    if (isFinal(recorded.get(c.name))) continue;
+    const status = input.pod.statuses.find((s) => s.name === c.name);
+    const current = status?.containerID && viewOf(input, c.name, status.containerID).container;
+    if (!current) continue;
+    const refusal = ownerRefusal(input.pod, c.name, status.containerID!, current);
+    if (refusal) return { ...refusal, container: c.name };
+  }
+  return undefined;
+}
+
+/** The request ends without a refusal: the Pod is going away, or the deadline passed. */
+function ended({ crr, pod, nowMs }: RequestInputs): string | undefined {
+  if (pod.deleting) return `Pod ${pod.name} is being deleted`;
+  const remaining = untilDeadlineMs({ crr, nowMs });
+  if (remaining !== undefined && remaining < 0) {
+    return `activeDeadlineSeconds (${crr.spec.activeDeadlineSeconds}s) passed before the request finished`;
+  }
+  return undefined;
+}
+
+/** Milliseconds until activeDeadlineSeconds passes (negative once it has), or undefined without one. */
+function untilDeadlineMs({ crr, nowMs }: Pick<RequestInputs, 'crr' | 'nowMs'>): number | undefined {
+  const deadline = crr.spec.activeDeadlineSeconds;
+  const created = crr.metadata.creationTimestamp ? new Date(crr.metadata.creationTimestamp).getTime() : undefined;
+  if (deadline === undefined || created === undefined || Number.isNaN(created)) return undefined;
+  return created + deadline * 1000 - nowMs;
+}
+
+/** The runtime's view of exactly `containerID`, or an empty view. */
+function viewOf(input: RequestInputs, name: string, containerID: string): RuntimeView {
+  const view = input.runtime.get(name);
+  if (!view || view.containerID !== containerID) return {};
+  const bare = parseContainerID(containerID)?.id;
+  if (view.container && view.container.id !== bare) return { containerID };
+  return view;
 }
 
 function stepContainer(container: CRRContainer, previous: ContainerRecreateState | undefined, input: RequestInputs): ContainerStep {
@@ -146,35 +291,48 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
   if (!parseContainerID(context.containerID)) {
     return keep({ name, phase: 'Failed', isKilled, message: `malformed containerID ${JSON.stringify(context.containerID)}` });
   }
-  const status = pod.statuses.find((s) => s.name === name);
-  if (!pod.containers.some((c) => c.name === name) || !status) {
+  if (!pod.containers.some((c) => c.name === name)) {
     return keep({ name, phase: 'Failed', isKilled, message: `Pod ${pod.name} has no container ${name}` });
   }
+  const status = pod.statuses.find((s) => s.name === name);
+  // The only container ID ever acted on is the Pod status's; statusContext's is the creator's.
+  const currentID = status?.containerID;
+  if (!status || !currentID) {
+    return keep({ name, phase: 'Pending', isKilled, message: `container ${name} has not started yet (no container ID in the Pod status)` });
+  }
+  if (!parseContainerID(currentID)) {
+    return keep({ name, phase: 'Failed', isKilled, message: `malformed containerID ${JSON.stringify(currentID)} in the Pod status` });
+  }
+  const view = viewOf(input, name, currentID);
+  const current = view.container;
+  const terminal = isTerminal(pod.phase);
 
   const strategy = crr.spec.strategy ?? {};
   if (wasRecreated(status, context)) {
     if (strategy.forceRecreate && !isKilled) {
-      if (status.containerID && status.state === 'running') {
-        return { kind: 'stop', containerID: status.containerID, state: { name, phase: 'Recreating', isKilled: true } };
+      if (current?.state === 'running') {
+        return { kind: 'stop', containerID: currentID, resumed: false, state: { name, phase: 'Recreating', isKilled: true } };
       }
-      return keep({ name, phase: 'Recreating', isKilled, message: 'waiting for the recreated container to start before stopping it' });
+      if (terminal && status.state === 'terminated') return keep({ name, phase: 'Succeeded', isKilled, exitCode: status.exitCode });
+      const why = view.error ? `runtime: ${view.error}` : 'waiting for the recreated container to start before stopping it';
+      return keep({ name, phase: 'Recreating', isKilled, message: why });
     }
+    // In a finished Pod, kubelet starts no container again: an exited one is done.
+    if (terminal && status.state === 'terminated') return keep({ name, phase: 'Succeeded', isKilled, exitCode: status.exitCode });
     return recreatedProgress(name, isKilled, status, strategy.minStartedSeconds ?? 0, nowMs);
   }
 
-  const view = input.runtime.get(name) ?? {};
   if (view.error) return keep({ ...(previous ?? pending(name)), message: `runtime: ${view.error}` });
-  const current = view.container;
   if (!current) {
-    return keep({ name, phase: 'Pending', isKilled, message: `container ${context.containerID} not found on node ${input.nodeName}` });
+    return keep({ name, phase: 'Pending', isKilled, message: `container ${currentID} not found on node ${input.nodeName}` });
   }
   if (current.state === 'exited') {
     const state: ContainerRecreateState = { name, phase: 'Succeeded', isKilled, exitCode: current.exitCode };
-    return keep(kubeletRestarts(pod.restartPolicy, current.exitCode) ? { ...state, phase: 'Recreating' } : state);
+    return keep(kubeletRestarts(pod.restartPolicy, current.exitCode, pod.phase) ? { ...state, phase: 'Recreating' } : state);
   }
-  // Still the same container, still running: stop it. If an earlier agent died mid-stop
-  // (isKilled already recorded), the stop is resumed: a container left running would hang the Job.
-  return { kind: 'stop', containerID: context.containerID, state: { name, phase: 'Recreating', isKilled: true } };
+  // Still the same container, still running: stop it. If an earlier agent died mid-stop (isKilled
+  // already recorded), the stop is resumed, without its hook: a container left running would hang the Job.
+  return { kind: 'stop', containerID: currentID, resumed: isKilled, state: { name, phase: 'Recreating', isKilled: true } };
 }
 
 function wasRecreated(status: AgentContainerStatus, context: { containerID: string; restartCount: number }): boolean {
@@ -188,7 +346,7 @@ function recreatedProgress(name: string, isKilled: boolean, status: AgentContain
     return { kind: 'keep', state: { name, phase: 'Recreating', isKilled } };
   }
   const runningMs = nowMs - status.startedAtMs;
-  const neededMs = minStartedSeconds * 1000;
+  const neededMs = Math.min(minStartedSeconds, MAX_STRATEGY_SECONDS) * 1000;
   if (runningMs <= neededMs) {
     return { kind: 'keep', state: { name, phase: 'Recreating', isKilled }, requeueAfterMs: neededMs - runningMs + 1 };
   }
@@ -202,14 +360,27 @@ function unreadyWait({ crr, pod, nowMs }: RequestInputs): { message: string; aft
   if (pod.readiness?.status !== 'False') {
     return { message: 'waiting for the Pod to be marked not-ready', afterMs: undefined };
   }
-  const remaining = pod.readiness.sinceMs + seconds * 1000 - nowMs;
+  const remaining = pod.readiness.sinceMs + Math.min(seconds, MAX_STRATEGY_SECONDS) * 1000 - nowMs;
   if (remaining <= 0) return undefined;
   return { message: `waiting ${Math.ceil(remaining / 1000)}s of unreadyGracePeriodSeconds`, afterMs: remaining };
 }
 
+/** Completed at once, nothing stopped; the container the runtime labels were wrong for is Failed. */
+function refused(input: RequestInputs, recorded: Map<string, ContainerRecreateState>, refusal: Refusal & { container?: string }): RequestPlan {
+  const { crr, nowMs } = input;
+  const { container, ...bare } = refusal;
+  const states = crr.spec.containers.map((c): ContainerRecreateState => {
+    const state = recorded.get(c.name) ?? pending(c.name);
+    return c.name === container ? { ...state, phase: 'Failed', message: refusal.message } : state;
+  });
+  const status: CRRStatus = { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message: refusal.message, containerRecreateStates: states };
+  const event: PodEvent = { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request ${crr.metadata.name} ${refusal.message}` };
+  return { status, stops: [], refusal: bare, events: [event] };
+}
+
 function complete(crr: ContainerRecreateRequest, recorded: Map<string, ContainerRecreateState>, message: string, nowMs: number): RequestPlan {
   const states = crr.spec.containers.map((c) => recorded.get(c.name) ?? pending(c.name));
-  return { status: { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message, containerRecreateStates: states }, stops: [] };
+  return { status: { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message, containerRecreateStates: states }, stops: [], events: [] };
 }
 
 function completedStatus(states: ContainerRecreateState[], failed: ContainerRecreateState[], nowMs: number): CRRStatus {

@@ -7,6 +7,7 @@ import { errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
 import type { PodProjection } from '../crr/sidecar/projection.ts';
+import type { SidecarTerminatorOptions } from '../crr/sidecar/requests.ts';
 import { DEFAULT_OPTIONS, projectRequest } from '../crr/sidecar/requests.ts';
 import type { ContainerRecreateRequest } from '../crr/types.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
@@ -27,11 +28,15 @@ export interface ExitHandlerDeps {
   metrics: AgentMetrics;
   log: Logger;
   workers: number;
+  /** The request's deadline and TTL, as the controller's flags set them for the requests it creates. */
+  requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
 }
 
 export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
   private readonly queue: WorkQueue;
+  private readonly options: SidecarTerminatorOptions;
+  private stopped = false;
   /**
    * By Pod key: the exit codes the runtime's event stream announced, by container ID, kept while the
    * Pod is cached (kubelet reports them a second later, and the runtime's own listing may lag too),
@@ -41,6 +46,7 @@ export class ExitHandler {
 
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
+    this.options = { ...DEFAULT_OPTIONS, ...deps.requestOptions };
     this.queue = new WorkQueue({
       workers: deps.workers,
       handler: (key) => this.handle(key),
@@ -50,6 +56,7 @@ export class ExitHandler {
 
   /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
   containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number): void {
+    if (this.stopped) return;
     const receivedAtMs = Date.now();
     if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
     const known = this.deps.cachedPodOfContainer(`${runtime.idPrefix}://${containerId}`);
@@ -81,7 +88,9 @@ export class ExitHandler {
     this.queue.add(`${runtime.idPrefix}/${podKey}`);
   }
 
+  /** Takes no new exits: nothing is queued or created after this (a request being created may finish). */
   stop(): void {
+    this.stopped = true;
     this.queue.stop();
   }
 
@@ -104,7 +113,7 @@ export class ExitHandler {
       runtimePrefix: prefix,
       requests: this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid)),
       nowMs: Date.now(),
-      options: DEFAULT_OPTIONS,
+      options: this.options,
     });
     if (!decision) return;
     const created = await this.deps.createRequest(decision.request);

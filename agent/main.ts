@@ -38,6 +38,12 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
+/**
+ * How long a stopping agent waits for the stops it began (hook, StopContainer, the status write
+ * after): below main.ts's AGENT_SHUTDOWN_TIMEOUT_MS, leaving time to flush events and close.
+ */
+export const STOP_DRAIN_MS = 20_000;
+
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
   const log = createLogger('agent').child({ node: config.nodeName });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig));
@@ -107,6 +113,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     metrics,
     log,
     workers: config.workers,
+    requestOptions: { activeDeadlineSeconds: config.requestDeadlineSeconds, ttlSecondsAfterFinished: config.requestTTLSeconds },
   });
   const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
@@ -138,14 +145,20 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
 
   return {
     async stop() {
+      // No new work; what was begun is finished (a stop cut short is resumed by the next agent).
       clearInterval(resync);
       queue.stop();
       exits.stop();
+      const inFlight = reconciler.stopsInFlight();
+      if (inFlight > 0) log.info('stopping: waiting for the container stops under way', { stops: inFlight, maxMs: STOP_DRAIN_MS });
+      const drained = await reconciler.drain(STOP_DRAIN_MS);
+      if (!drained) log.warn('stopping with container stops still under way: the next agent resumes them', { stops: reconciler.stopsInFlight() });
       pods.stop();
       requests.stop();
       runtimes.close();
       await events.flushed();
       await new Promise((resolve) => server.close(resolve));
+      log.info('agent stopped');
     },
   };
 }

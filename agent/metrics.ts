@@ -12,6 +12,17 @@ export function createAgentMetrics(queueDepth: () => number) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    requestsRefused: new Counter({
+      name: 'sidecar_terminator_agent_requests_refused_total',
+      help: 'Requests refused because they do not match their Pod, nothing executed, by reason (pod-uid-label-missing, pod-uid-mismatch, other-node, runtime-owner-missing: the container has no kubelet labels, runtime-owner-mismatch: its kubelet labels name another Pod or container).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    stopsResumed: new Counter({
+      name: 'sidecar_terminator_agent_stops_resumed_total',
+      help: 'Stops an earlier agent had begun (isKilled recorded, container still running), finished without running the preStop hook again.',
+      registers: [registry],
+    }),
     requestsOnExit: new Counter({
       name: 'sidecar_terminator_agent_requests_on_exit_total',
       help: 'First requests for a Pod\'s sidecars that the agent made on seeing its main containers exit in the runtime, by result (created; existed: the controller or an earlier try was first).',

@@ -7,7 +7,10 @@ export type ContainerStatusState = 'waiting' | 'running' | 'terminated' | 'unkno
 
 export interface AgentContainerStatus {
   name: string;
-  /** `<runtime>://<id>`, absent until the container was created. */
+  /**
+   * `<runtime>://<id>` as the API server shows it, absent until the container was created: the only
+   * container ID the agent ever stops or execs in.
+   */
   containerID?: string;
   restartCount: number;
   ready: boolean;
@@ -17,17 +20,22 @@ export interface AgentContainerStatus {
   exitCode?: number;
 }
 
+/** A container of the Pod spec: the only source of the hook and ports the agent uses. */
 export interface AgentContainerSpec {
   name: string;
   preStop?: Handler;
   ports?: ContainerPort[];
 }
 
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
 export interface AgentPod {
   namespace: string;
   name: string;
   uid: string;
   nodeName: string;
+  /** Succeeded and Failed are terminal: kubelet restarts none of the Pod's containers any more. */
+  phase: PodPhase;
   restartPolicy: 'Always' | 'OnFailure' | 'Never';
   terminationGracePeriodSeconds: number;
   podIP?: string;
@@ -47,6 +55,7 @@ export function projectAgentPod(pod: V1Pod): AgentPod {
     name: pod.metadata?.name ?? '',
     uid: pod.metadata?.uid ?? '',
     nodeName: pod.spec?.nodeName ?? '',
+    phase: (pod.status?.phase as PodPhase | undefined) ?? 'Pending',
     restartPolicy: (pod.spec?.restartPolicy as AgentPod['restartPolicy'] | undefined) ?? 'Always',
     terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
     podIP: pod.status?.podIP,

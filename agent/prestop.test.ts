@@ -54,6 +54,11 @@ describe('runPreStop', () => {
     assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 300))!, /timed out after 300ms/);
     assert.ok(Date.now() - started < 2_000);
   });
+  it('a grace period of 0 still bounds the hook (0 is "no timeout" to Node sockets)', async () => {
+    const started = Date.now();
+    assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 0))!, /timed out after 1000ms/);
+    assert.ok(Date.now() - started < 3_000);
+  });
   it('httpGet to the hook host instead of the Pod IP', async () => {
     assert.equal(await runPreStop({ httpGet: { port, host: '127.0.0.1', path: '/h' } }, target({ podIP: undefined }), 2_000), undefined);
   });

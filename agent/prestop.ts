@@ -14,8 +14,13 @@ export interface HookTarget {
   ports?: ContainerPort[];
 }
 
-/** Runs the hook within `timeoutMs`; resolves to an error message when it failed, else undefined. */
-export async function runPreStop(hook: Handler, target: HookTarget, timeoutMs: number): Promise<string | undefined> {
+/** The hook's bound when the grace period is 0. */
+const ZERO_GRACE_HOOK_TIMEOUT_MS = 1000;
+
+/** Runs the hook within `requestedTimeoutMs` (a second when 0); resolves to an error message when it failed, else undefined. */
+export async function runPreStop(hook: Handler, target: HookTarget, requestedTimeoutMs: number): Promise<string | undefined> {
+  // A timeout of 0 means "none" to Node's sockets: a grace period of 0 still bounds the hook.
+  const timeoutMs = requestedTimeoutMs > 0 ? requestedTimeoutMs : ZERO_GRACE_HOOK_TIMEOUT_MS;
   try {
     if (hook.exec?.command?.length) return await runExec(hook.exec.command, target, timeoutMs);
     if (hook.httpGet) return await runHttpGet(hook.httpGet, target, timeoutMs);

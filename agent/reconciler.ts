@@ -3,20 +3,21 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../common/kube/client.ts';
 import { podPath } from '../common/kube/paths.ts';
+import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
-import { LABEL_POD_UID, isCompleted, requestPath } from '../crr/types.ts';
+import { LABEL_POD_UID, MAX_STRATEGY_SECONDS, isCompleted, requestPath } from '../crr/types.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
-import type { RuntimeView, StopOrder } from './decide.ts';
-import { isFinal, planRequest } from './decide.ts';
+import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
+import { isFinal, ownerRefusal, planRequest } from './decide.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
 import { runPreStop } from './prestop.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { ContainerRuntime } from './runtime/types.ts';
+import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
@@ -36,6 +37,7 @@ export interface ReconcilerDeps {
 }
 
 const MIN_STOP_SECONDS = 2;
+const CONFLICT_RETRIES = 5;
 
 export function podKey(namespace: string, podName: string): string {
   return `${namespace}/${podName}`;
@@ -44,8 +46,15 @@ export function podKey(namespace: string, podName: string): string {
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
   private readonly now: () => number;
-  /** Stops under way in this process, by full container ID: never issue the same stop twice at once. */
-  private readonly inFlight = new Set<string>();
+  /**
+   * Stops under way in this process (hook, StopContainer, the status write after), by full container
+   * ID: never issue the same stop twice at once, and let a shutdown wait for them.
+   */
+  private readonly stops = new Map<string, Promise<void>>();
+  /** Reconciles under way: one may be about to start a stop. */
+  private readonly reconciling = new Set<Promise<unknown>>();
+  /** Set by drain(): no new work is taken, only what was begun is finished. */
+  private closing = false;
   /**
    * The request as this agent last wrote it, by uid, with the resourceVersion it replaced: until the
    * watch delivers the write, the cache still holds that version, and writing from it would only
@@ -66,7 +75,47 @@ export class Reconciler {
     for (const uid of this.written.keys()) if (!activeUids.has(uid)) this.written.delete(uid);
   }
 
+  /** Stops under way in this process. */
+  stopsInFlight(): number {
+    return this.stops.size;
+  }
+
+  /**
+   * For a shutdown: takes no new work, and resolves true once the reconciles and stops already begun
+   * (hook, StopContainer and the status write after) have finished, or false after `timeoutMs`.
+   * A stop cut short is resumed by the next agent, without its hook (isKilled is recorded).
+   */
+  async drain(timeoutMs: number): Promise<boolean> {
+    this.closing = true;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const settled = (async () => {
+      while (this.reconciling.size > 0 || this.stops.size > 0) {
+        await Promise.allSettled([...this.reconciling, ...this.stops.values()]);
+      }
+      return true;
+    })();
+    try {
+      return await Promise.race([settled, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async reconcile(key: string): Promise<QueueResult | void> {
+    if (this.closing) return;
+    const run = this.reconcilePod(key);
+    this.reconciling.add(run);
+    try {
+      return await run;
+    } finally {
+      this.reconciling.delete(run);
+    }
+  }
+
+  private async reconcilePod(key: string): Promise<QueueResult | void> {
     const [namespace, podName] = splitKey(key);
     const requests = this.deps.cachedRequests(namespace)
       .filter((r) => r.spec?.podName === podName)
@@ -85,15 +134,34 @@ export class Reconciler {
     const [first, ...waiting] = requests as [ContainerRecreateRequest, ...ContainerRecreateRequest[]];
     for (const r of waiting) {
       const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind: first.metadata.name, runtime: new Map(), nowMs: this.now() });
-      await this.writeStatus(r, plan.status, 'refused');
+      await this.apply(r, pod, plan);
     }
 
     const runtime = await this.runtimeViews(first, pod);
     const plan = planRequest({ crr: first, pod, nodeName: this.deps.nodeName, runtime, nowMs: this.now() });
-    // isKilled must be in the API before the stop is issued, so a restarted agent never repeats it.
-    const written = await this.writeStatus(first, plan.status, outcomeOf(plan.status));
+    // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
+    if (this.closing && plan.stops.length > 0) return;
+    // isKilled must be in the API before the hook and the stop, so a restarted agent never repeats them.
+    const written = await this.apply(first, pod, plan);
     for (const stop of plan.stops) this.startStop(written, pod, stop, key);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+  }
+
+  /** Writes the plan's status; a refusal is reported (metric, log, Warning event) once written. */
+  private async apply(crr: ContainerRecreateRequest, pod: AgentPod, plan: RequestPlan): Promise<ContainerRecreateRequest> {
+    const changed = !sameStatus(crr.status, plan.status);
+    const written = await this.writeStatus(crr, plan.status, plan.refusal ? 'refused' : outcomeOf(plan.status));
+    if (!changed) return written;
+    if (plan.refusal) this.reportRefusal(crr, pod, plan.refusal);
+    for (const event of plan.events) this.deps.events.emit(podRef(pod), event);
+    return written;
+  }
+
+  private reportRefusal(crr: ContainerRecreateRequest, pod: AgentPod, refusal: Refusal): void {
+    this.deps.metrics.requestsRefused.inc({ reason: refusal.reason });
+    this.deps.log.warn('request refused', {
+      request: `${crr.metadata.namespace}/${crr.metadata.name}`, pod: `${pod.namespace}/${pod.name}`, reason: refusal.reason, message: refusal.message,
+    });
   }
 
   /** The Pod from the cache, or from the API when the cache does not have the one the request is for. */
@@ -109,24 +177,20 @@ export class Reconciler {
     }
   }
 
+  /** The runtime's view of the container the Pod status reports for each target (never statusContext's). */
   private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Map<string, RuntimeView>> {
     const views = new Map<string, RuntimeView>();
     const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
     await Promise.all(crr.spec.containers.map(async (c) => {
-      const full = c.statusContext?.containerID;
-      if (!full || isFinal(recorded.get(c.name))) return;
-      if (this.inFlight.has(full) || this.inFlightFor(pod, c.name)) {
-        views.set(c.name, { error: 'stop in progress' });
+      const containerID = pod.statuses.find((s) => s.name === c.name)?.containerID;
+      if (!containerID || isFinal(recorded.get(c.name))) return;
+      if (this.stops.has(containerID)) {
+        views.set(c.name, { containerID, error: 'stop in progress' });
         return;
       }
-      views.set(c.name, await this.inspect(full));
+      views.set(c.name, { containerID, ...(await this.inspect(containerID)) });
     }));
     return views;
-  }
-
-  private inFlightFor(pod: AgentPod, name: string): boolean {
-    const current = pod.statuses.find((s) => s.name === name)?.containerID;
-    return current !== undefined && this.inFlight.has(current);
   }
 
   private async inspect(fullID: string): Promise<RuntimeView> {
@@ -170,37 +234,63 @@ export class Reconciler {
   }
 
   private startStop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string): void {
-    if (this.inFlight.has(order.containerID)) return;
-    this.inFlight.add(order.containerID);
-    this.stop(crr, pod, order)
-      .catch((err: unknown) => this.deps.log.error('stop bookkeeping failed', { container: order.containerID, error: errorMessage(err) }))
+    if (this.stops.has(order.containerID)) return;
+    const done = this.stop(crr, pod, order)
+      .catch((err: unknown) => {
+        this.deps.log.error('stop bookkeeping failed', { container: order.containerID, error: errorMessage(err) });
+      })
       .finally(() => {
-        this.inFlight.delete(order.containerID);
+        this.stops.delete(order.containerID);
         this.deps.requeue(key);
       });
+    this.stops.set(order.containerID, done);
   }
 
   private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder): Promise<void> {
-    const ref = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
-    const parsed = parseContainerID(order.containerID)!;
+    const ref = podRef(pod);
+    const parsed = parseContainerID(order.containerID);
+    if (!parsed) return this.markFailed(crr, order.name, `malformed container ID ${order.containerID}; nothing was executed`);
     const runtime = this.deps.runtimeFor(parsed.runtime);
     const started = this.now();
     if (!runtime) return this.markFailed(crr, order.name, `no ${parsed.runtime} runtime on node ${this.deps.nodeName}`);
 
-    this.deps.events.emit(ref, { type: 'Normal', reason: 'Killing', message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
-    if (order.preStop) {
-      const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, order.graceSeconds * 1000);
+    // The plan and the stop are separate steps: whose container this is is asked again right before.
+    let current: RuntimeContainer | undefined;
+    try {
+      current = await runtime.status(parsed.id);
+    } catch (err) {
+      this.deps.metrics.runtimeErrors.inc({ method: 'status' });
+      return this.markFailed(crr, order.name, `${parsed.runtime} status before the stop: ${errorMessage(err)}; nothing was executed`);
+    }
+    if (!current || current.id !== parsed.id || current.state === 'exited') {
+      // Gone or exited meanwhile: nothing to stop; the next plan records what happened.
+      this.deps.log.info('container no longer running, not stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, containerID: order.containerID });
+      return;
+    }
+    const refusal = ownerRefusal(pod, order.name, order.containerID, current);
+    if (refusal) return this.refuseNow(crr, pod, order.name, refusal);
+
+    if (order.resumed) {
+      // An earlier agent recorded isKilled, sent its Killing event and ran the hook (or began to).
+      this.deps.metrics.stopsResumed.inc();
+      this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name });
+    } else {
+      this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
+    }
+    const graceSeconds = Math.min(Math.max(0, order.graceSeconds), MAX_STRATEGY_SECONDS);
+    if (order.preStop && !order.resumed) {
+      const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, graceSeconds * 1000);
       if (failure) {
-        this.deps.events.emit(ref, { type: 'Warning', reason: 'FailedPreStopHook', message: `PreStop hook of container ${order.name} failed: ${failure}` });
+        this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.failedPreStopHook, message: `PreStop hook of container ${order.name} failed: ${failure}` });
       }
     }
-    const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(order.graceSeconds - (this.now() - started) / 1000));
+    const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (this.now() - started) / 1000));
     try {
       await runtime.stop(parsed.id, remaining);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const seen = crr.metadata.uid ? this.firstSeen.get(crr.metadata.uid) : undefined;
       if (seen !== undefined) this.deps.metrics.stopSeconds.observe((this.now() - seen) / 1000);
-      this.deps.log.info('container stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, ms: this.now() - started });
+      this.deps.log.info('container stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: this.now() - started });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });
       this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
@@ -211,19 +301,50 @@ export class Reconciler {
   /** Records a failed stop in the request, on top of the latest status (retrying on conflict). */
   private async markFailed(crr: ContainerRecreateRequest, container: string, message: string): Promise<void> {
     this.deps.log.warn('container stop failed', { request: `${crr.metadata.namespace}/${crr.metadata.name}`, container, message });
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const latest = this.latest(this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr);
+    await this.updateLatest(crr, 'failed', (latest) => {
       const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
         s.name === container ? { ...s, phase: 'Failed', message } : s);
+      return { ...latest.status, containerRecreateStates: states };
+    });
+  }
+
+  /** Found right before the stop: the runtime container is not the Pod's. Completes the request. */
+  private async refuseNow(crr: ContainerRecreateRequest, pod: AgentPod, container: string, refusal: Refusal): Promise<void> {
+    this.reportRefusal(crr, pod, refusal);
+    const replaced = await this.updateLatest(crr, 'refused', (latest) => {
+      if (isCompleted(latest)) return latest.status ?? {};
+      const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
+        s.name === container ? { ...s, phase: 'Failed', message: refusal.message } : s);
+      return { ...latest.status, phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: refusal.message, containerRecreateStates: states };
+    });
+    if (replaced && !isCompleted(replaced)) {
+      this.deps.events.emit(podRef(pod), { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request ${crr.metadata.name} ${refusal.message}` });
+    }
+  }
+
+  /**
+   * Writes `update(latest)` over the latest known request, retrying on conflict. Returns the version
+   * it wrote over, or undefined when every try conflicted.
+   */
+  private async updateLatest(
+    crr: ContainerRecreateRequest, outcome: string, update: (latest: ContainerRecreateRequest) => CRRStatus,
+  ): Promise<ContainerRecreateRequest | undefined> {
+    for (let attempt = 0; attempt < CONFLICT_RETRIES; attempt++) {
+      const latest = this.latest(this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr);
       try {
-        await this.writeStatus(latest, { ...latest.status, containerRecreateStates: states }, 'failed');
-        return;
+        await this.writeStatus(latest, update(latest), outcome);
+        return latest;
       } catch (err) {
         if (statusCode(err) !== 409) throw err;
         await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
       }
     }
+    return undefined;
   }
+}
+
+function podRef(pod: AgentPod): { namespace: string; name: string; uid: string } {
+  return { namespace: pod.namespace, name: pod.name, uid: pod.uid };
 }
 
 function splitKey(key: string): [string, string] {

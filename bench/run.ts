@@ -1,8 +1,9 @@
 // `npm run bench`: the benchmarks of sidecar-terminator on the local cluster (e2e/run.sh brings it
 // up and tears it down). Writes bench/results.json and bench/latency.png (and .svg), prints a table.
 //   1. termination latency vs native sidecars   2. a burst of 100 Jobs   3. the agent's footprint
-//   4. the controller with 20,000 Pods
-// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale selects parts (default all).
+//   4. the controller with 20,000 Pods   5. a soak of Jobs finishing for 30 minutes (memory over time)
+// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,soak selects parts (default
+// all); the results of parts not run are kept from the previous results.json.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -19,6 +20,8 @@ import { runLatency } from './latency.ts';
 import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
 import { deploy } from './setup.ts';
+import type { SoakResult } from './soak.ts';
+import { runSoak } from './soak.ts';
 import { MB } from './stats.ts';
 
 const HERE = new URL('.', import.meta.url).pathname;
@@ -43,12 +46,15 @@ interface Results {
   burstNative?: NativeBurstResult;
   agent?: AgentResult;
   controller?: ScaleResult;
+  soak?: SoakResult;
+  /** The parts measured by this run; the others' results come from the previous results.json. */
+  partsRun: string[];
   errors: Record<string, string>;
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale').split(',').map((s) => s.trim()));
+  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,soak').split(',').map((s) => s.trim()));
   const ctx = await createContext();
   const deployed = await deploy(ctx);
   const results: Results = {
@@ -63,6 +69,7 @@ async function main(): Promise<void> {
       controllerLeader: deployed.leader.metadata!.name,
     },
     targets: [],
+    partsRun: [...parts],
     errors: {},
   };
   const attempt = async <T>(part: string, fn: () => Promise<T>): Promise<T | undefined> => {
@@ -91,10 +98,17 @@ async function main(): Promise<void> {
     waveSeconds: num('BENCH_SCALE_SECONDS', 20),
   }));
 
-  results.targets = targets(results);
+  results.soak = await attempt('soak', () => runSoak(ctx, deployed.agent, deployed.leader, {
+    minutes: num('BENCH_SOAK_MINUTES', 30),
+    everySeconds: num('BENCH_SOAK_EVERY_SECONDS', 3),
+    warmupMinutes: num('BENCH_SOAK_WARMUP_MINUTES', 5),
+  }));
+
   results.durationSeconds = Math.round((Date.now() - started) / 1000);
   const out = process.env.BENCH_OUT_DIR ?? HERE;
   mkdirSync(out, { recursive: true });
+  keepPreviousParts(results, join(out, 'results.json'), parts);
+  results.targets = targets(results);
   // Arrays of numbers on one line each: the file stays readable.
   const json = JSON.stringify(results, null, 2).replace(/\[\s+(-?[\d.]+(?:,\s+-?[\d.]+)*)\s+\]/g, (_m, inner: string) => `[${inner.split(/,\s+/).join(', ')}]`);
   writeFileSync(join(out, 'results.json'), `${json}\n`);
@@ -104,6 +118,24 @@ async function main(): Promise<void> {
   ctx.cri.close();
   ctx.kube.close();
   if (Object.keys(results.errors).length > 0) process.exitCode = 1;
+}
+
+/** Parts not run this time keep their results (and say when they were measured). */
+function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<string>): void {
+  let previous: Partial<Results>;
+  try {
+    previous = JSON.parse(readFileSync(path, 'utf8')) as Partial<Results>;
+  } catch {
+    return;
+  }
+  const keys: Record<string, (keyof Results)[]> = { latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'] };
+  const kept: string[] = [];
+  for (const [part, fields] of Object.entries(keys)) {
+    if (parts.has(part)) continue;
+    for (const field of fields) if (previous[field] !== undefined) Object.assign(results, { [field]: previous[field] });
+    kept.push(part);
+  }
+  if (kept.length > 0) results.environment.previousPartsFrom = `${kept.join(', ')}: ${previous.generatedAt ?? '?'} (commit ${String(previous.environment?.commit)})`;
 }
 
 async function environment(ctx: Context): Promise<Record<string, unknown>> {
@@ -139,6 +171,8 @@ function targets(r: Results): Target[] {
   add(`controller RSS, ${r.controller?.podsInApi ?? 20000} Pods`, '≤ 150 MB (143.1 MiB)', r.controller?.controller.rssAt20kMB, ' MiB', withinMB(150));
   add('controller RSS, peak during the finishing wave', '≤ 150 MB (143.1 MiB)', r.controller?.controller.rssPeakMB, ' MiB', withinMB(150));
   add('controller: status update → request created, p99', '≤ 50 ms', r.controller?.latencyMs.p99, ' ms', (v) => v <= 50);
+  add('soak: agent RSS slope after warm-up', '≤ 2 MiB/hour (flat)', r.soak?.agent.slopeMiBPerHour, ' MiB/h', (v) => v <= 2);
+  add('soak: controller RSS slope after warm-up', '≤ 2 MiB/hour (flat)', r.soak?.controller.slopeMiBPerHour, ' MiB/h', (v) => v <= 2);
   t.push({ what: 'controller kept up', target: `≥ 200 Pods finishing per second`, value: r.controller ? `${r.controller.keptUp ? 'yes' : 'no'}: ${r.controller.keptUpReason}` : 'not measured', met: r.controller ? r.controller.keptUp : null });
   return t;
 }
@@ -164,6 +198,12 @@ function printTable(r: Results): void {
     const c = r.controller;
     rows.push(['controller: status → request p50 / p99 / max', `${c.latencyMs.p50} / ${c.latencyMs.p99} / ${c.latencyMs.max} ms (n=${c.latencyMs.n}, ${c.achievedRate}/s)`, '', '']);
     rows.push(['controller API requests per finished Pod', `${c.controller.apiRequestsPerFinishedPod}`, '', '']);
+  }
+  if (r.soak) {
+    const { agent, controller } = r.soak;
+    rows.push([`soak ${r.soak.minutes} min: Jobs complete / created`, `${r.soak.jobsComplete} / ${r.soak.jobsCreated}`, '', '']);
+    rows.push(['soak: agent RSS start / end / max', `${agent.startMiB} / ${agent.endMiB} / ${agent.maxMiB} MiB, ${agent.restarts} gaps`, '', '']);
+    rows.push(['soak: controller RSS start / end / max', `${controller.startMiB} / ${controller.endMiB} / ${controller.maxMiB} MiB, ${controller.restarts} gaps`, '', '']);
   }
   rows.push(['', '', '', '']);
   for (const t of r.targets) rows.push([t.what, t.value, t.target, t.met === null ? '-' : t.met ? 'met' : 'MISSED']);

@@ -22,10 +22,14 @@ export interface Deployed {
 export async function deploy(ctx: Context): Promise<Deployed> {
   ctx.log('deploying sidecar-terminator (kubectl apply -k, image built offline)');
   await deployProject();
-  const args = { agent: ['agent', '--host-run-dir=/host/var/run'], controller: ['controller'] };
-  const patch = (value: string[]) => JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/args', value }]);
-  kubectl('-n', NAMESPACE, 'patch', 'daemonset', AGENT, '--type=json', '-p', patch(args.agent));
-  kubectl('-n', NAMESPACE, 'patch', 'deployment', CONTROLLER, '--type=json', '-p', patch(args.controller));
+  // The shipped flags: the e2e overlay's fast resyncs removed.
+  const shipped = (kind: string, name: string): string[] => {
+    const current = JSON.parse(kubectl('-n', NAMESPACE, 'get', kind, name, '-o', 'jsonpath={.spec.template.spec.containers[0].args}')) as string[];
+    const args = current.filter((a) => !a.startsWith('--resync-seconds='));
+    kubectl('-n', NAMESPACE, 'patch', kind, name, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }]));
+    return args;
+  };
+  const args = { agent: shipped('daemonset', AGENT), controller: shipped('deployment', CONTROLLER) };
   kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
   kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
   for (const [flow, sa] of [[AGENT_FLOW, AGENT], [CONTROLLER_FLOW, CONTROLLER]] as const) await flowSchema(ctx, flow, sa);

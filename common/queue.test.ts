@@ -1,6 +1,6 @@
-import { describe, it } from 'node:test';
+import { afterEach, describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import { WorkQueue } from './queue.ts';
+import { clampDelay, MAX_REQUEUE_MS, WorkQueue } from './queue.ts';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -93,5 +93,146 @@ describe('WorkQueue', () => {
     q.add('k');
     await done.promise;
     assert.ok(times[1]! - times[0]! >= 25);
+  });
+});
+
+/** Lets resolved promises and their continuations run (setImmediate is not faked). */
+function flush(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+describe('WorkQueue delays', () => {
+  afterEach(() => mock.timers.reset());
+
+  /** A queue whose handler counts runs per key and returns `result` on the first run only. */
+  function countingQueue(result: { requeueAfterMs?: number } | undefined) {
+    const runs = new Map<string, number>();
+    const q = new WorkQueue({
+      workers: 1,
+      handler: async (k) => {
+        const n = (runs.get(k) ?? 0) + 1;
+        runs.set(k, n);
+        return n === 1 ? result : undefined;
+      },
+      onError: () => {},
+    });
+    return { q, runs: (k: string) => runs.get(k) ?? 0 };
+  }
+
+  it('clampDelay maps NaN and negatives to 0 and caps large values', () => {
+    assert.equal(clampDelay(Number.NaN), 0);
+    assert.equal(clampDelay(-5), 0);
+    assert.equal(clampDelay(-Infinity), 0);
+    assert.equal(clampDelay(0), 0);
+    assert.equal(clampDelay(1500), 1500);
+    assert.equal(clampDelay(Infinity), MAX_REQUEUE_MS);
+    assert.equal(clampDelay(25 * 24 * 3600 * 1000), MAX_REQUEUE_MS);
+    assert.ok(MAX_REQUEUE_MS < 2 ** 31 - 1);
+  });
+
+  for (const [name, ms] of [
+    ['a deadline ~25 days away', 25 * 24 * 3600 * 1000],
+    ['a delay past 2^31-1 ms', 2 ** 31 + 10],
+    ['Infinity', Infinity],
+  ] as const) {
+    it(`requeues ${name} after MAX_REQUEUE_MS, not after 1 ms`, async () => {
+      mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+      const { q, runs } = countingQueue({ requeueAfterMs: ms });
+      q.add('k');
+      await flush();
+      assert.equal(runs('k'), 1);
+      mock.timers.tick(1);
+      await flush();
+      mock.timers.tick(1000);
+      await flush();
+      assert.equal(runs('k'), 1, 'must not fire at once');
+      mock.timers.tick(MAX_REQUEUE_MS - 1002);
+      await flush();
+      assert.equal(runs('k'), 1);
+      mock.timers.tick(1);
+      await flush();
+      assert.equal(runs('k'), 2);
+      q.stop();
+    });
+  }
+
+  for (const [name, ms] of [['NaN', Number.NaN], ['a negative delay', -1000]] as const) {
+    it(`requeues ${name} at once, once`, async () => {
+      mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+      const { q, runs } = countingQueue({ requeueAfterMs: ms });
+      q.add('k');
+      await flush();
+      await q.idle();
+      assert.equal(runs('k'), 2);
+      mock.timers.tick(MAX_REQUEUE_MS * 2);
+      await flush();
+      assert.equal(runs('k'), 2);
+      q.stop();
+    });
+  }
+
+  it('clamps addAfter the same way', async () => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+    const { q, runs } = countingQueue(undefined);
+    q.addAfter('huge', 2 ** 40);
+    q.addAfter('inf', Infinity);
+    q.addAfter('nan', Number.NaN);
+    q.addAfter('neg', -1);
+    await flush();
+    assert.equal(runs('nan'), 1);
+    assert.equal(runs('neg'), 1);
+    mock.timers.tick(1000);
+    await flush();
+    assert.equal(runs('huge') + runs('inf'), 0);
+    mock.timers.tick(MAX_REQUEUE_MS - 1000);
+    await flush();
+    assert.equal(runs('huge'), 1);
+    assert.equal(runs('inf'), 1);
+    q.stop();
+  });
+
+  it('bounds the error backoff by maxBackoffMs and by MAX_REQUEUE_MS', async () => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+    const delays: number[] = [];
+    const q = new WorkQueue({
+      workers: 1,
+      baseBackoffMs: 1000,
+      maxBackoffMs: Number.MAX_VALUE,
+      handler: async () => {
+        throw new Error('boom');
+      },
+      onError: (_k, _e, delay) => delays.push(delay),
+    });
+    q.add('k');
+    for (let i = 0; i < 1100 && delays.length < 1100; i++) {
+      await flush();
+      mock.timers.tick(delays.at(-1) ?? 0);
+    }
+    q.stop();
+    assert.ok(delays.length > 1030, `only ${delays.length} retries`);
+    assert.deepEqual(delays.slice(0, 4), [1000, 2000, 4000, 8000]);
+    assert.ok(delays.every((d) => Number.isFinite(d) && d > 0 && d <= MAX_REQUEUE_MS));
+    assert.equal(delays.at(-1), MAX_REQUEUE_MS);
+  });
+
+  it('keeps the default backoff cap when maxBackoffMs is passed as undefined', async () => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+    const delays: number[] = [];
+    const q = new WorkQueue({
+      workers: 1,
+      baseBackoffMs: 1000,
+      maxBackoffMs: undefined,
+      handler: async () => {
+        throw new Error('boom');
+      },
+      onError: (_k, _e, delay) => delays.push(delay),
+    });
+    q.add('k');
+    for (let i = 0; i < 12; i++) {
+      await flush();
+      mock.timers.tick(delays.at(-1) ?? 0);
+    }
+    q.stop();
+    assert.equal(delays.at(-1), 60_000);
   });
 });

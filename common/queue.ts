@@ -2,8 +2,21 @@
 // two workers at once, re-run if it was added while being processed, and retried with backoff
 // when its handler fails.
 
+/**
+ * The longest delay the queue ever waits before re-running a key (one hour). Node's timers hold at
+ * most 2^31-1 ms (~24.8 days) and fire after 1 ms for anything larger, so an unclamped far deadline
+ * becomes a busy loop; past an hour the periodic resync re-checks the object anyway.
+ */
+export const MAX_REQUEUE_MS = 60 * 60 * 1000;
+
+/** A delay the queue can safely hand to setTimeout: NaN and negatives become 0, at most MAX_REQUEUE_MS. */
+export function clampDelay(ms: number): number {
+  if (Number.isNaN(ms) || ms <= 0) return 0;
+  return Math.min(ms, MAX_REQUEUE_MS);
+}
+
 export interface QueueResult {
-  /** Process the key again after this long even if nothing changes. */
+  /** Process the key again after this long even if nothing changes (clamped to MAX_REQUEUE_MS). */
   requeueAfterMs?: number;
 }
 
@@ -13,7 +26,9 @@ export interface WorkQueueOptions {
   workers: number;
   handler: QueueHandler;
   onError: (key: string, err: unknown, retryInMs: number) => void;
+  /** The first retry delay after a failure (default 200 ms); doubles with each further failure. */
   baseBackoffMs?: number;
+  /** The longest retry delay (default 60 s; never more than MAX_REQUEUE_MS). */
   maxBackoffMs?: number;
 }
 
@@ -30,7 +45,11 @@ export class WorkQueue {
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: WorkQueueOptions) {
-    this.options = { baseBackoffMs: 200, maxBackoffMs: 60_000, ...options };
+    this.options = {
+      ...options,
+      baseBackoffMs: clampDelay(options.baseBackoffMs ?? 200),
+      maxBackoffMs: clampDelay(options.maxBackoffMs ?? 60_000),
+    };
   }
 
   add(key: string): void {
@@ -45,10 +64,14 @@ export class WorkQueue {
     this.pump();
   }
 
-  /** Adds the key after `ms`; an earlier pending timer for the same key wins. */
-  addAfter(key: string, ms: number): void {
+  /**
+   * Adds the key after `ms` (clamped to [0, MAX_REQUEUE_MS]; NaN counts as 0); an earlier pending
+   * timer for the same key wins.
+   */
+  addAfter(key: string, requestedMs: number): void {
     if (this.stopped) return;
-    if (ms <= 0) return this.add(key);
+    const ms = clampDelay(requestedMs);
+    if (ms === 0) return this.add(key);
     const at = Date.now() + ms;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;
@@ -101,7 +124,8 @@ export class WorkQueue {
     } catch (err) {
       const attempts = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, attempts);
-      const delay = Math.min(this.options.baseBackoffMs * 2 ** (attempts - 1), this.options.maxBackoffMs);
+      // The exponent is capped so the product stays finite; clampDelay bounds it whatever the options.
+      const delay = clampDelay(Math.min(this.options.baseBackoffMs * 2 ** Math.min(attempts - 1, 30), this.options.maxBackoffMs));
       this.options.onError(key, err, delay);
       this.addAfter(key, delay);
     } finally {

@@ -1,5 +1,9 @@
 // The cluster controller's configuration, from flags.
-import { parseFlags, positiveInt } from '../agent/config.ts';
+import { intInRange, parseFlags, positiveInt } from '../agent/config.ts';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from './types.ts';
+
+/** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
+export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
 
 export interface ControllerConfig {
   kubeconfig?: string;
@@ -13,6 +17,8 @@ export interface ControllerConfig {
   requestDeadlineSeconds: number;
   /** ttlSecondsAfterFinished of the requests the sidecar terminator creates. */
   requestTTLSeconds: number;
+  /** How long sidecars that never started are waited for after the main containers finished. */
+  sidecarStartTimeoutSeconds: number;
 }
 
 export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
@@ -23,8 +29,11 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --leader-elect true|false         run as one of several replicas (default true)
   --lease-namespace NS              namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
   --lease-name NAME                 name of the leader Lease (default sidecar-terminator-controller)
-  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates (default 300)
-  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates (default 600)`;
+  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, 3 to ${MAX_ACTIVE_DEADLINE_SECONDS} (default 300)
+  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default 600)
+  --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
+                                    for after the main containers finished; then the Pod's phase is set without
+                                    them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default 120)`;
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
   const { values } = parseFlags(CONTROLLER_USAGE, {
@@ -39,13 +48,15 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'lease-name': { type: 'string', default: 'sidecar-terminator-controller' },
       'request-deadline-seconds': { type: 'string', default: '300' },
       'request-ttl-seconds': { type: 'string', default: '600' },
+      'sidecar-start-timeout-seconds': { type: 'string', default: '120' },
     },
     strict: true,
   });
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new Error(`--leader-elect must be true or false, got ${JSON.stringify(leaderElect)}`);
-  const deadline = positiveInt('request-deadline-seconds', values['request-deadline-seconds']);
-  if (deadline < 3) throw new Error('--request-deadline-seconds must be at least 3');
+  const deadline = intInRange('request-deadline-seconds', values['request-deadline-seconds'], 3, MAX_ACTIVE_DEADLINE_SECONDS);
+  const ttl = intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED);
+  const startTimeout = intInRange('sidecar-start-timeout-seconds', values['sidecar-start-timeout-seconds'], 1, MAX_SIDECAR_START_TIMEOUT_SECONDS);
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     metricsPort: positiveInt('metrics-port', values['metrics-port']),
@@ -55,6 +66,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     leaseNamespace: values['lease-namespace'] ?? env.POD_NAMESPACE ?? 'sidecar-terminator',
     leaseName: values['lease-name'],
     requestDeadlineSeconds: deadline,
-    requestTTLSeconds: positiveInt('request-ttl-seconds', values['request-ttl-seconds']),
+    requestTTLSeconds: ttl,
+    sidecarStartTimeoutSeconds: startTimeout,
   };
 }

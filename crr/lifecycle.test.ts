@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
-import type { ContainerRecreateRequest, CRRStatus } from './types.ts';
+import { MAX_REQUEUE_MS } from './sidecar/decision.ts';
+import type { ContainerRecreateRequest, CRRContainer, CRRStatus } from './types.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -21,16 +22,35 @@ function pod(over: { phase?: string; nodeName?: string; uid?: string; noID?: boo
   };
 }
 
-interface CrrOver { labels?: Record<string, string>; containers?: string[]; status?: CRRStatus; created?: string; deadline?: number; ttl?: number }
+interface CrrOver {
+  labels?: Record<string, string>;
+  containers?: Array<string | CRRContainer>;
+  status?: CRRStatus;
+  created?: string;
+  deadline?: number;
+  ttl?: number;
+}
 function crr(over: CrrOver = {}): ContainerRecreateRequest {
   return {
     apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest',
     metadata: { name: 'r', namespace: 'ns', creationTimestamp: over.created ?? ago(5), labels: over.labels },
-    spec: { podName: 'p', containers: (over.containers ?? ['proxy']).map((name) => ({ name })), activeDeadlineSeconds: over.deadline, ttlSecondsAfterFinished: over.ttl },
+    spec: {
+      podName: 'p',
+      containers: (over.containers ?? ['proxy']).map((c) => (typeof c === 'string' ? { name: c } : c)),
+      activeDeadlineSeconds: over.deadline,
+      ttlSecondsAfterFinished: over.ttl,
+    },
     status: over.status,
   };
 }
-const admitted = { 'crr.sidecar-terminator.dev/node-name': 'node-a', 'crr.sidecar-terminator.dev/pod-uid': 'u1', 'crr.sidecar-terminator.dev/active': 'true' };
+const NODE_LABEL = 'crr.sidecar-terminator.dev/node-name';
+const UID_LABEL = 'crr.sidecar-terminator.dev/pod-uid';
+const ACTIVE_LABEL = 'crr.sidecar-terminator.dev/active';
+const admitted = { [NODE_LABEL]: 'node-a', [UID_LABEL]: 'u1', [ACTIVE_LABEL]: 'true' };
+/** A container as admission leaves it: pinned to its attempt. */
+const pinned: CRRContainer = { name: 'proxy', statusContext: { containerID: 'containerd://p', restartCount: 2 } };
+/** A request as admission (or its creator, fully) labelled it. */
+const active = (over: CrrOver = {}) => crr({ labels: admitted, containers: [pinned], ...over });
 
 describe('decideLifecycle', () => {
   const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; kind: string; message?: RegExp; requeue?: number }[] = [
@@ -40,16 +60,78 @@ describe('decideLifecycle', () => {
     { name: 'unknown container', crr: crr({ containers: ['nope'] }), pod: pod(), kind: 'complete', message: /no container nope/ },
     { name: 'container without an ID', crr: crr(), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
     { name: 'finished Pod, request not ours', crr: crr(), pod: pod({ phase: 'Succeeded' }), kind: 'complete', message: /already finished/ },
-    { name: 'finished Pod, request from the sidecar terminator', crr: crr({ labels: { 'crr.sidecar-terminator.dev/created-by': 'sidecar-terminator' } }), pod: pod({ phase: 'Succeeded' }), kind: 'admit' },
-    { name: 'a preset node label that does not match', crr: crr({ labels: { 'crr.sidecar-terminator.dev/node-name': 'node-z' } }), pod: pod(), kind: 'complete', message: /does not match/ },
-    { name: 'admitted, Pod gone', crr: crr({ labels: admitted }), kind: 'complete', message: /no longer exists/ },
-    { name: 'admitted, Pod recreated with another uid', crr: crr({ labels: admitted }), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
-    { name: 'admitted, deadline passed', crr: crr({ labels: admitted, deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
-    { name: 'admitted, deadline ahead: looked at again then', crr: crr({ labels: admitted, deadline: 30, status: { phase: 'Recreating' } }), pod: pod(), kind: 'none', requeue: 25_001 },
-    { name: 'no agent picked it up within a minute', crr: crr({ labels: admitted, created: ago(61) }), pod: pod(), kind: 'complete', message: /no agent on node node-a/ },
-    { name: 'not yet picked up, within the minute', crr: crr({ labels: admitted }), pod: pod(), kind: 'none', requeue: 55_001 },
-    { name: 'completed and still active: remove the label', crr: crr({ labels: admitted, status: { phase: 'Completed', completionTime: ago(1) } }), pod: pod(), kind: 'deactivate' },
+    {
+      name: 'finished Pod: the created-by label exempts nobody',
+      crr: crr({ labels: { 'crr.sidecar-terminator.dev/created-by': 'sidecar-terminator' } }),
+      pod: pod({ phase: 'Succeeded' }),
+      kind: 'complete',
+      message: /already finished \(Succeeded\)/,
+    },
+    {
+      name: 'finished Pod: a pre-set active label exempts nobody',
+      crr: crr({ labels: { [ACTIVE_LABEL]: 'true' }, containers: [pinned] }),
+      pod: pod({ phase: 'Failed' }),
+      kind: 'complete',
+      message: /already finished \(Failed\)/,
+    },
+    {
+      name: 'finished Pod, fully labelled and pinned (our own requests are created so): left to the agent',
+      crr: active(),
+      pod: pod({ phase: 'Succeeded' }),
+      kind: 'none',
+      requeue: 55_001,
+    },
+    { name: 'a preset node label that does not match', crr: crr({ labels: { [NODE_LABEL]: 'node-z' } }), pod: pod(), kind: 'complete', message: /does not match/ },
+    {
+      name: 'fully labelled and active, for another node: completed at once, never executed',
+      crr: active({ labels: { ...admitted, [NODE_LABEL]: 'node-z' } }),
+      pod: pod(),
+      kind: 'complete',
+      message: /^label crr\.sidecar-terminator\.dev\/node-name=node-z does not match the node of Pod p \(node-a\): request not executed$/,
+    },
+    {
+      name: 'fully labelled and active, for another Pod uid',
+      crr: active({ labels: { ...admitted, [UID_LABEL]: 'u-other' } }),
+      pod: pod(),
+      kind: 'complete',
+      message: /pod-uid=u-other does not match Pod p \(u1\).*request not executed/,
+    },
+    {
+      name: 'fully labelled and active, naming a container the Pod does not have',
+      crr: active({ containers: [pinned, { name: 'ghost', statusContext: { containerID: 'containerd://g', restartCount: 0 } }] }),
+      pod: pod(),
+      kind: 'complete',
+      message: /no container ghost/,
+    },
+    {
+      name: 'active label only: admitted (labelled and pinned) like any new request',
+      crr: crr({ labels: { [ACTIVE_LABEL]: 'true' } }),
+      pod: pod(),
+      kind: 'admit',
+    },
+    { name: 'fully labelled, one container not pinned: admitted', crr: active({ containers: [pinned, { name: 'main' }] }), pod: pod(), kind: 'admit' },
+    { name: 'fully labelled, not pinned, no container ID: completed', crr: active({ containers: ['proxy'] }), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
+    { name: 'admitted, Pod gone', crr: active(), kind: 'complete', message: /no longer exists/ },
+    { name: 'admitted, Pod recreated with another uid', crr: active(), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
+    { name: 'admitted, deadline passed', crr: active({ deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
+    { name: 'admitted, deadline ahead: looked at again then', crr: active({ deadline: 30, status: { phase: 'Recreating' } }), pod: pod(), kind: 'none', requeue: 25_001 },
+    {
+      name: 'admitted, a deadline past 2^31 ms: the requeue stays within a timer',
+      crr: active({ deadline: 3_000_000, status: { phase: 'Recreating' } }),
+      pod: pod(),
+      kind: 'none',
+      requeue: MAX_REQUEUE_MS,
+    },
+    { name: 'no agent picked it up within a minute', crr: active({ created: ago(61) }), pod: pod(), kind: 'complete', message: /no agent on node node-a/ },
+    { name: 'not yet picked up, within the minute', crr: active(), pod: pod(), kind: 'none', requeue: 55_001 },
+    { name: 'completed and still active: remove the label', crr: active({ status: { phase: 'Completed', completionTime: ago(1) } }), pod: pod(), kind: 'deactivate' },
     { name: 'completed, TTL ahead', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(4) } }), kind: 'none', requeue: 6_001 },
+    {
+      name: 'completed, a TTL past 2^31 ms: the requeue stays within a timer',
+      crr: crr({ ttl: 30 * 86_400, status: { phase: 'Completed', completionTime: ago(4) } }),
+      kind: 'none',
+      requeue: MAX_REQUEUE_MS,
+    },
     { name: 'completed, TTL passed: delete', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'delete' },
     { name: 'completed, no TTL: kept', crr: crr({ status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'none' },
   ];
@@ -83,24 +165,24 @@ describe('decideReadiness', () => {
     return p;
   };
   const fin = ['sidecar-terminator.dev/restore-readiness'];
-  const active = (finalizers?: string[], status?: CRRStatus): ContainerRecreateRequest => {
-    const r = crr({ labels: admitted, status });
+  const running = (finalizers?: string[], status?: CRRStatus): ContainerRecreateRequest => {
+    const r = active({ status });
     r.spec.strategy = { unreadyGracePeriodSeconds: 5 };
     r.metadata.finalizers = finalizers;
     return r;
   };
   const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; want: object }[] = [
     { name: 'no unready grace: nothing', crr: crr({ labels: admitted }), pod: withGate(), want: { kind: 'none' } },
-    { name: 'finalizer first', crr: active(), pod: withGate(), want: { kind: 'addFinalizer' } },
-    { name: 'then the Pod is marked not-ready', crr: active(fin), pod: withGate('True'), want: { kind: 'setPodReady', ready: false } },
-    { name: 'already not-ready: nothing', crr: active(fin), pod: withGate('False'), want: { kind: 'none' } },
-    { name: 'completed: ready again', crr: active(fin, { phase: 'Completed' }), pod: withGate('False'), want: { kind: 'setPodReady', ready: true } },
-    { name: 'completed and ready: finalizer off', crr: active(fin, { phase: 'Completed' }), pod: withGate('True'), want: { kind: 'removeFinalizer' } },
-    { name: 'completed, Pod gone: finalizer off', crr: active(fin, { phase: 'Completed' }), want: { kind: 'removeFinalizer' } },
+    { name: 'finalizer first', crr: running(), pod: withGate(), want: { kind: 'addFinalizer' } },
+    { name: 'then the Pod is marked not-ready', crr: running(fin), pod: withGate('True'), want: { kind: 'setPodReady', ready: false } },
+    { name: 'already not-ready: nothing', crr: running(fin), pod: withGate('False'), want: { kind: 'none' } },
+    { name: 'completed: ready again', crr: running(fin, { phase: 'Completed' }), pod: withGate('False'), want: { kind: 'setPodReady', ready: true } },
+    { name: 'completed and ready: finalizer off', crr: running(fin, { phase: 'Completed' }), pod: withGate('True'), want: { kind: 'removeFinalizer' } },
+    { name: 'completed, Pod gone: finalizer off', crr: running(fin, { phase: 'Completed' }), want: { kind: 'removeFinalizer' } },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decideReadiness(c.crr, c.pod), c.want));
   it('a request deleted while running restores readiness', () => {
-    const r = active(fin);
+    const r = running(fin);
     r.metadata.deletionTimestamp = ago(0);
     assert.deepEqual(decideReadiness(r, withGate('False')), { kind: 'setPodReady', ready: true });
   });

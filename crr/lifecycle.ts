@@ -2,7 +2,8 @@
 // unlabelling and deleting the ones that are over.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest, CRRContainer } from './types.ts';
-import { LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted } from './types.ts';
+import { boundedDelayMs } from './sidecar/decision.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted } from './types.ts';
 
 /** How long an admitted request may wait for an agent to pick it up. */
 export const AGENT_PICKUP_TIMEOUT_MS = 60_000;
@@ -20,16 +21,59 @@ export function isAdmitted(crr: ContainerRecreateRequest): boolean {
 
 /**
  * What to do about a request now. `pod` is the Pod named by the request as the API has it
- * (undefined when there is none).
+ * (undefined when there is none). Whatever labels a request was created with, it is checked against
+ * its Pod every time: labels prove nothing, anyone who may create requests may set them.
  */
 export function decideLifecycle(crr: ContainerRecreateRequest, pod: V1Pod | undefined, nowMs: number): LifecycleAction {
   if (isCompleted(crr)) return afterCompletion(crr, nowMs);
-  if (!isAdmitted(crr)) return admit(crr, pod);
+  if (!pod) return { kind: 'complete', message: missingPodMessage(crr) };
+  const mismatch = mismatchWithPod(crr, pod);
+  if (mismatch) return { kind: 'complete', message: mismatch };
+  if (needsAdmission(crr)) return admit(crr, pod);
+  return whileActive(crr, nowMs);
+}
 
+function missingPodMessage(crr: ContainerRecreateRequest): string {
   const podName = crr.spec.podName;
-  if (!pod) return { kind: 'complete', message: `Pod ${podName} no longer exists` };
-  if (pod.metadata?.uid !== crr.metadata.labels?.[LABEL_POD_UID]) return { kind: 'complete', message: `Pod ${podName} was deleted and recreated` };
+  // A uid label means the Pod was there when the request was admitted (or claims so).
+  return crr.metadata.labels?.[LABEL_POD_UID] !== undefined
+    ? `Pod ${podName} no longer exists`
+    : `Pod ${podName} not found in namespace ${crr.metadata.namespace}`;
+}
 
+/** Why the request cannot be about this Pod, if it cannot: the request is then not executed. */
+function mismatchWithPod(crr: ContainerRecreateRequest, pod: V1Pod): string | undefined {
+  const podName = crr.spec.podName;
+  const labels = crr.metadata.labels ?? {};
+  const uid = pod.metadata?.uid ?? '';
+  const uidLabel = labels[LABEL_POD_UID];
+  if (uidLabel !== undefined && uidLabel !== uid) {
+    return `label ${LABEL_POD_UID}=${uidLabel} does not match Pod ${podName} (${uid}): it was deleted and recreated, or the label is wrong; request not executed`;
+  }
+  const nodeName = pod.spec?.nodeName;
+  const nodeLabel = labels[LABEL_NODE_NAME];
+  if (nodeLabel !== undefined && nodeLabel !== nodeName) {
+    return `label ${LABEL_NODE_NAME}=${nodeLabel} does not match the node of Pod ${podName} (${nodeName ?? 'none'}): request not executed`;
+  }
+  const specNames = new Set((pod.spec?.containers ?? []).map((c) => c.name));
+  const unknown = crr.spec.containers.find((c) => !specNames.has(c.name));
+  if (unknown) return `Pod ${podName} has no container ${unknown.name}: request not executed`;
+  return undefined;
+}
+
+/** Not yet fully labelled, or a container not yet pinned to its attempt. */
+function needsAdmission(crr: ContainerRecreateRequest): boolean {
+  const labels = crr.metadata.labels ?? {};
+  return (
+    labels[LABEL_NODE_NAME] === undefined ||
+    labels[LABEL_POD_UID] === undefined ||
+    !isAdmitted(crr) ||
+    crr.spec.containers.some((c) => !c.statusContext)
+  );
+}
+
+/** Deadline and agent pickup of an admitted request; looked at again when the nearer one is due. */
+function whileActive(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
   const created = timeMs(crr.metadata.creationTimestamp) ?? nowMs;
   const waits: number[] = [];
   const deadline = crr.spec.activeDeadlineSeconds;
@@ -46,7 +90,7 @@ export function decideLifecycle(crr: ContainerRecreateRequest, pod: V1Pod | unde
     }
     waits.push(left);
   }
-  return { kind: 'none', requeueAfterMs: waits.length ? Math.min(...waits) + 1 : undefined };
+  return { kind: 'none', requeueAfterMs: waits.length ? boundedDelayMs(Math.min(...waits) + 1) : undefined };
 }
 
 function afterCompletion(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
@@ -55,30 +99,24 @@ function afterCompletion(crr: ContainerRecreateRequest, nowMs: number): Lifecycl
   const completed = timeMs(crr.status?.completionTime);
   if (ttl === undefined || completed === undefined) return { kind: 'none' };
   const left = completed + ttl * 1000 - nowMs;
-  return left <= 0 ? { kind: 'delete' } : { kind: 'none', requeueAfterMs: left + 1 };
+  return left <= 0 ? { kind: 'delete' } : { kind: 'none', requeueAfterMs: boundedDelayMs(left + 1) };
 }
 
-function admit(crr: ContainerRecreateRequest, pod: V1Pod | undefined): LifecycleAction {
+/**
+ * Labels the request with its Pod's node and uid and pins each container to its current attempt.
+ * Only here, for a request not yet fully labelled, is a finished Pod refused: no label exempts a
+ * request from it.
+ */
+function admit(crr: ContainerRecreateRequest, pod: V1Pod): LifecycleAction {
   const podName = crr.spec.podName;
-  if (!pod) return { kind: 'complete', message: `Pod ${podName} not found in namespace ${crr.metadata.namespace}` };
   const nodeName = pod.spec?.nodeName;
   if (!nodeName) return { kind: 'complete', message: `Pod ${podName} is not scheduled to a node yet` };
-  const uid = pod.metadata?.uid ?? '';
-  const labels = crr.metadata.labels ?? {};
-  for (const [label, want] of [[LABEL_NODE_NAME, nodeName], [LABEL_POD_UID, uid]] as const) {
-    if (labels[label] !== undefined && labels[label] !== want) {
-      return { kind: 'complete', message: `label ${label}=${labels[label]} does not match the Pod (${want}); the label cannot be changed once set` };
-    }
-  }
   const phase = pod.status?.phase;
-  if ((phase === 'Succeeded' || phase === 'Failed') && labels[LABEL_CREATED_BY] === undefined) {
+  if (phase === 'Succeeded' || phase === 'Failed') {
     return { kind: 'complete', message: `Pod ${podName} has already finished (${phase}): there is nothing to stop` };
   }
-
-  const specNames = new Set((pod.spec?.containers ?? []).map((c) => c.name));
   const containers: CRRContainer[] = [];
   for (const c of crr.spec.containers) {
-    if (!specNames.has(c.name)) return { kind: 'complete', message: `Pod ${podName} has no container ${c.name}` };
     if (c.statusContext) {
       containers.push(c);
       continue;
@@ -87,6 +125,7 @@ function admit(crr: ContainerRecreateRequest, pod: V1Pod | undefined): Lifecycle
     if (!status?.containerID) return { kind: 'complete', message: `container ${c.name} of Pod ${podName} has no container ID yet (not started)` };
     containers.push({ ...c, statusContext: { containerID: status.containerID, restartCount: status.restartCount } });
   }
+  const uid = pod.metadata?.uid ?? '';
   return { kind: 'admit', labels: { [LABEL_NODE_NAME]: nodeName, [LABEL_POD_UID]: uid, [LABEL_ACTIVE]: 'true' }, containers };
 }
 

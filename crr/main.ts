@@ -18,14 +18,14 @@ import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from './types.ts';
-import { podUidIndex, requestPath } from './types.ts';
+import { requestPath } from './types.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import type { NodeKind } from './sidecar/classify.ts';
 import { mayNeedSidecarTermination } from './sidecar/classify.ts';
 import { VIRTUAL_NODE_LABEL_KEY, VIRTUAL_NODE_LABEL_VALUE } from './sidecar/constants.ts';
 import { projectPod } from './sidecar/projection.ts';
-import { DEFAULT_OPTIONS } from './sidecar/requests.ts';
+import { DEFAULT_OPTIONS, requestPodUids } from './sidecar/requests.ts';
 
 export interface RunningController {
   stop(): Promise<void>;
@@ -86,7 +86,8 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
     client,
     path: requestPath(),
     project: withoutManagedFields,
-    indexBy: podUidIndex,
+    // By the uid in the label and in the name: a request that took our name is found whatever its labels.
+    indexBy: requestPodUids,
     onChange: (key, r) => {
       if (!r) return;
       requestQueue.add(key);
@@ -107,7 +108,9 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
       return mayNeedSidecarTermination(pod) ? { pod, receivedAtMs: Date.now() } : undefined;
     },
     onChange: (key, cached) => {
+      // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
       if (cached) podQueue.add(key);
+      else sidecarController.forget(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
     log,
@@ -126,13 +129,18 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
     cachedRequest: (namespace, name) => requests.get(`${namespace}/${name}`),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
-  const sidecarController = new SidecarController({
+  const sidecarController: SidecarController = new SidecarController({
     client, log, metrics,
     cachedPod: (key) => pods.get(key),
     requestsForPod: (namespace, uid) => requests.byIndex(uid).filter((r) => r.metadata.namespace === namespace),
     nodeKind: async (name) => nodes.get(name) ?? nodeKindOf(await client.get<V1Node>(resourcePath('v1', 'nodes', undefined, name))),
     events: new EventRecorder(client, 'sidecar-terminator', log),
-    options: { ...DEFAULT_OPTIONS, activeDeadlineSeconds: config.requestDeadlineSeconds, ttlSecondsAfterFinished: config.requestTTLSeconds },
+    options: {
+      ...DEFAULT_OPTIONS,
+      activeDeadlineSeconds: config.requestDeadlineSeconds,
+      ttlSecondsAfterFinished: config.requestTTLSeconds,
+      sidecarStartTimeoutSeconds: config.sidecarStartTimeoutSeconds,
+    },
   });
   const requestQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => requestsController.reconcile(key), onError: onError('request') });
   const podQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => sidecarController.reconcile(key), onError: onError('pod') });

@@ -5,18 +5,36 @@ import type { KubeClient } from '../common/kube/client.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
-import { statusCode } from '../common/log.ts';
+import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { NodeKind } from './sidecar/classify.ts';
-import { decide } from './sidecar/decide.ts';
-import type { Decision } from './sidecar/decision.ts';
+import { EVENT_REASONS } from './sidecar/constants.ts';
+import { decide, requestRejectedWarning } from './sidecar/decide.ts';
+import type { CreateRequest, Decision } from './sidecar/decision.ts';
 import type { PodEvent } from './sidecar/events.ts';
+import { EmittedEvents } from './sidecar/events.ts';
 import type { PodProjection } from './sidecar/projection.ts';
 import type { SidecarTerminatorOptions } from './sidecar/requests.ts';
 import { projectRequest } from './sidecar/requests.ts';
 import type { ContainerRecreateRequest } from './types.ts';
 import { requestPath } from './types.ts';
+
+/** How long after the API server rejected a request body it is tried again: the same body would be rejected again. */
+export const REJECTED_RETRY_MS = 300_000;
+
+/**
+ * A 4xx other than conflict (409: the name exists) and throttling (429): the API server refuses this
+ * body (invalid, forbidden, ...), and retrying it at once would only loop.
+ */
+export function isRejection(code: number | undefined): boolean {
+  return code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429;
+}
+
+/** After a 409 on create, look again this soon: by then the watch has brought the request that holds the name. */
+export const EXISTS_RECHECK_MS = 2_000;
+
+type CreateOutcome = { kind: 'created' } | { kind: 'exists' } | { kind: 'rejected'; message: string };
 
 /** A watched Pod: its projection and when the update that produced it arrived. */
 export interface CachedPod {
@@ -40,17 +58,22 @@ export interface SidecarControllerDeps {
 export class SidecarController {
   private readonly deps: SidecarControllerDeps;
   private readonly now: () => number;
-  /** Event keys already emitted, by Pod uid: decisions are recomputed often, events go out once. */
-  private readonly emitted = new Map<string, Set<string>>();
+  /** Event keys already emitted, by Pod: decisions are recomputed often, events go out once. */
+  private readonly emitted = new EmittedEvents();
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
   }
 
-  /** Forgets what was emitted for a Pod that is gone. */
-  forget(podUid: string): void {
-    this.emitted.delete(podUid);
+  /** Forgets what was emitted for a Pod (by key) that left the cache: deleted, or of no more interest. */
+  forget(podKey: string): void {
+    this.emitted.forget(podKey);
+  }
+
+  /** How many Pods have events remembered (bounded by the cached Pods once forget is called for the rest). */
+  rememberedPods(): number {
+    return this.emitted.size();
   }
 
   async reconcile(key: string): Promise<QueueResult | void> {
@@ -65,17 +88,23 @@ export class SidecarController {
 
     switch (decision.kind) {
       case 'notHandled':
-      case 'wait':
-        this.emit(pod, decision.events);
+        this.emit(key, pod, decision.events);
         return;
-      case 'createRequest':
+      case 'wait':
+        this.emit(key, pod, decision.events);
+        return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : undefined;
+      case 'createRequest': {
         if (decision.delayMs > 0) return { requeueAfterMs: decision.delayMs };
+        const outcome = await this.createRequest(decision.request);
         // Already there: the node's agent saw the mains exit first (it then gave the event), or a
-        // previous leader or try created it; the watch brings it.
-        if (!(await this.createRequest(decision.request))) return;
+        // previous leader or try created it; the watch brings it. Look again soon all the same: a
+        // request that took the name while naming another Pod re-triggers that Pod, not this one.
+        if (outcome.kind === 'exists') return { requeueAfterMs: EXISTS_RECHECK_MS };
+        if (outcome.kind === 'rejected') return this.rejected(key, pod, decision, outcome.message);
         this.deps.metrics.requestsCreated.inc();
         if (decision.retryOf) this.deps.metrics.retries.inc();
         break;
+      }
       case 'swapImages':
         // The resourceVersion makes this one compare-and-swap update: a conflict re-decides.
         await this.deps.client.patch(podPath(pod.namespace, pod.name), {
@@ -90,28 +119,33 @@ export class SidecarController {
     }
     this.deps.metrics.actionLatency.observe({ action: decision.kind }, (this.now() - cached.receivedAtMs) / 1000);
     this.deps.log.info(decision.message, { pod: key, action: decision.kind });
-    this.emit(pod, decision.events);
+    this.emit(key, pod, decision.events);
   }
 
-  /** Resolves false when a request of that name already exists. */
-  private async createRequest(request: ContainerRecreateRequest): Promise<boolean> {
+  private async createRequest(request: ContainerRecreateRequest): Promise<CreateOutcome> {
     try {
       await this.deps.client.create(requestPath(request.metadata.namespace), request);
-      return true;
+      return { kind: 'created' };
     } catch (err) {
-      if (statusCode(err) !== 409) throw err;
-      return false;
+      const code = statusCode(err);
+      if (code === 409) return { kind: 'exists' };
+      if (isRejection(code)) return { kind: 'rejected', message: errorMessage(err) };
+      throw err;
     }
   }
 
-  private emit(pod: PodProjection, events: PodEvent[]): void {
-    let seen = this.emitted.get(pod.uid);
-    for (const event of events) {
-      if (seen?.has(event.key)) continue;
-      if (!seen) this.emitted.set(pod.uid, (seen = new Set()));
-      seen.add(event.key);
-      this.deps.events.emit(pod, event);
-    }
+  /** One Warning with the API's reason, then a long wait: not a hot loop of failed creates. */
+  private rejected(key: string, pod: PodProjection, decision: CreateRequest, message: string): QueueResult {
+    this.deps.log.warn('request rejected by the API server', { pod: key, request: decision.request.metadata.name, error: message, retryInMs: REJECTED_RETRY_MS });
+    // The request does not exist: what its events announce did not happen.
+    const announced = new Set<string>([EVENT_REASONS.stopping, EVENT_REASONS.retrying]);
+    const events = decision.events.filter((e) => !announced.has(e.reason));
+    this.emit(key, pod, [...events, requestRejectedWarning(decision, message, REJECTED_RETRY_MS / 1000)]);
+    return { requeueAfterMs: REJECTED_RETRY_MS };
+  }
+
+  private emit(key: string, pod: PodProjection, events: PodEvent[]): void {
+    for (const event of this.emitted.take(key, pod.uid, events)) this.deps.events.emit(pod, event);
   }
 }
 

@@ -21,6 +21,7 @@ export const READINESS_CONDITION = 'sidecar-terminator.dev/ready';
 /** Finalizer that keeps the request until the Pod's readiness has been restored. */
 export const READINESS_FINALIZER = 'sidecar-terminator.dev/restore-readiness';
 
+// The Pod's lifecycle types the agent reads from the Pod spec (never from a request).
 export interface ExecAction { command?: string[] }
 export interface HTTPHeader { name: string; value: string }
 export interface HTTPGetAction {
@@ -44,12 +45,23 @@ export interface StatusContext {
   restartCount: number;
 }
 
+/**
+ * A container the request is about. Only the name is the creator's to choose: the hook, the ports and
+ * the container ID the agent acts on always come from the Pod as the API server and the runtime show
+ * it. `statusContext` pins the attempt (filled by the controller when absent); the agent compares it
+ * with the Pod status and never addresses a container by it.
+ */
 export interface CRRContainer {
   name: string;
-  preStop?: Handler;
-  ports?: ContainerPort[];
   statusContext?: StatusContext;
 }
+
+/** The most containers one request holds (the CRD's maxItems); a Pod with more sidecars gets several. */
+export const MAX_REQUEST_CONTAINERS = 64;
+/** Upper bounds of the request's durations (the CRD's maximums): every timer stays far below Node's 2^31-1 ms. */
+export const MAX_ACTIVE_DEADLINE_SECONDS = 86_400;
+export const MAX_TTL_SECONDS_AFTER_FINISHED = 604_800;
+export const MAX_STRATEGY_SECONDS = 3_600;
 
 export type FailurePolicy = 'Fail' | 'Ignore';
 

@@ -3,7 +3,7 @@
 // admission policy that keeps each agent to its own node's Pods.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import * as https from 'node:https';
+import { apiAs, requestsPath } from './support/api-as.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
@@ -76,40 +76,25 @@ describe('the agent, on main containers exiting in the runtime', () => {
     const node = () => clusterEnv().nodeName;
     /** A server-side dry-run create, impersonating the agent with `nodeName` in its token's extra info. */
     async function createAsAgent(nodeName: string, labelNode: string): Promise<{ status: number; message: string }> {
-      const body = JSON.stringify({
-        apiVersion: 'sidecar-terminator.dev/v1alpha1',
-        kind: 'ContainerRecreateRequest',
-        metadata: { name: 'admission-check', namespace, labels: { 'crr.sidecar-terminator.dev/node-name': labelNode } },
-        spec: { podName: 'p', containers: [{ name: 'c' }] },
-      });
-      const { kc } = clients();
-      const options: https.RequestOptions = {
-        method: 'POST',
-        headers: {
-          'Content-Type': 'application/json',
-          'Impersonate-User': `system:serviceaccount:${NAMESPACE}:${AGENT}`,
-          // Header names cannot hold "/": extra keys are percent-encoded.
-          'Impersonate-Extra-authentication.kubernetes.io%2fnode-name': nodeName,
+      const { status, body } = await apiAs(
+        { user: `system:serviceaccount:${NAMESPACE}:${AGENT}`, extra: { 'authentication.kubernetes.io/node-name': nodeName } },
+        'POST',
+        requestsPath(namespace, { dryRun: true }),
+        {
+          apiVersion: 'sidecar-terminator.dev/v1alpha1',
+          kind: 'ContainerRecreateRequest',
+          metadata: { name: 'admission-check', namespace, labels: { 'crr.sidecar-terminator.dev/node-name': labelNode } },
+          spec: { podName: 'p', containers: [{ name: 'c' }] },
         },
-      };
-      await kc.applyToHTTPSOptions(options);
-      const url = new URL(`/apis/sidecar-terminator.dev/v1alpha1/namespaces/${namespace}/containerrecreaterequests?dryRun=All`, kc.getCurrentCluster()!.server);
-      return new Promise((resolve, reject) => {
-        const req = https.request(url, options, (res) => {
-          let text = '';
-          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, message: (JSON.parse(text) as { message?: string }).message ?? '' }));
-        });
-        req.on('error', reject);
-        req.end(body);
-      });
+      );
+      return { status, message: body.message ?? '' };
     }
     it('allowed for its own node', async () => assert.equal((await createAsAgent(node(), node())).status, 201));
     for (const [title, tokenNode, labelNode] of [['another node', () => node(), () => 'other-node'], ['no node in its token', () => '', () => node()]] as const) {
       it(`denied for ${title}`, async () => {
         const { status, message } = await createAsAgent(tokenNode(), labelNode());
         assert.equal(status, 422);
-        assert.match(message, /may create requests only for Pods on its own node/);
+        assert.match(message, /may create and update requests only for Pods on its own node/);
       });
     }
   });

@@ -22,6 +22,12 @@ describe('fromCriStatus', () => {
     assert.equal(exited.reason, 'Error');
     assert.equal(exited.finishedAtNs, 1714557601999999999n);
   });
+  it('reads kubelet\'s labels as the owner', () => {
+    const labels = { 'io.kubernetes.pod.uid': 'uid-1', 'io.kubernetes.pod.namespace': 'ns', 'io.kubernetes.pod.name': 'job-pod', 'io.kubernetes.container.name': 'proxy' };
+    assert.deepEqual(fromCriStatus(status({ labels })).owner, { podUid: 'uid-1', podNamespace: 'ns', podName: 'job-pod', container: 'proxy' });
+    assert.equal(fromCriStatus(status({ labels: { 'io.kubernetes.pod.uid': 'uid-1' } })).owner, undefined);
+    assert.equal(fromCriStatus(status({})).owner, undefined);
+  });
   it('maps created and unknown', () => {
     assert.equal(fromCriStatus(status({ state: 'CONTAINER_CREATED', startedAt: '0' })).state, 'created');
     assert.equal(fromCriStatus(status({ state: 'CONTAINER_UNKNOWN' })).state, 'unknown');

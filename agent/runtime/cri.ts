@@ -2,8 +2,8 @@
 import { CriClient, socketPath, type ContainerStatus, type CriContainerState } from './cri-client.ts';
 import { ContainerdExitStream } from './containerd-exits.ts';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
+import { KUBELET_LABELS, ownerFromLabels } from './owner.ts';
 import type {
-  ContainerOwner,
   ContainerRuntime,
   ContainerState,
   ExecResult,
@@ -35,22 +35,8 @@ function nanos(value: string | number | undefined): bigint {
   return BigInt(value);
 }
 
-/** The labels kubelet sets on the containers it creates (kubelet's kuberuntime labels). */
-export const KUBELET_LABELS = {
-  podUid: 'io.kubernetes.pod.uid',
-  podNamespace: 'io.kubernetes.pod.namespace',
-  podName: 'io.kubernetes.pod.name',
-  container: 'io.kubernetes.container.name',
-} as const;
-
-export function ownerFromLabels(labels: Record<string, string> | undefined): ContainerOwner | undefined {
-  const podUid = labels?.[KUBELET_LABELS.podUid];
-  const podNamespace = labels?.[KUBELET_LABELS.podNamespace];
-  const podName = labels?.[KUBELET_LABELS.podName];
-  const container = labels?.[KUBELET_LABELS.container];
-  if (!podUid || !podNamespace || !podName || !container) return undefined;
-  return { podUid, podNamespace, podName, container };
-}
+// Kept here too for the callers that know them from the CRI runtime.
+export { KUBELET_LABELS, ownerFromLabels };
 
 export function fromCriStatus(status: ContainerStatus): RuntimeContainer {
   const state = STATES[status.state] ?? 'unknown';

@@ -51,6 +51,30 @@ describe('fromDockerInspect', () => {
     assert.equal(fromDockerInspect(info({ ...done, ExitCode: 137 })).reason, 'Error');
     assert.equal(fromDockerInspect(info({ ...done, ExitCode: 137, OOMKilled: true })).reason, 'OOMKilled');
   });
+  it('reads kubelet\'s labels (cri-dockerd) as the owner', () => {
+    const labelled = {
+      ...info({ Status: 'running' }),
+      Config: {
+        Labels: {
+          'io.kubernetes.pod.uid': 'uid-1',
+          'io.kubernetes.pod.namespace': 'ns',
+          'io.kubernetes.pod.name': 'job-pod',
+          'io.kubernetes.container.name': 'proxy',
+          'maintainer': 'someone',
+        },
+      },
+    } as unknown as Docker.ContainerInspectInfo;
+    assert.deepEqual(fromDockerInspect(labelled).owner, { podUid: 'uid-1', podNamespace: 'ns', podName: 'job-pod', container: 'proxy' });
+  });
+  it('has no owner for a container kubelet did not create (no labels, or only some)', () => {
+    const plain = { ...info({ Status: 'running' }), Config: { Labels: { 'com.docker.compose.service': 'db' } } } as unknown as Docker.ContainerInspectInfo;
+    assert.equal(fromDockerInspect(plain).owner, undefined);
+    assert.equal('owner' in fromDockerInspect(plain), false);
+    const partial = { ...info({ Status: 'running' }), Config: { Labels: { 'io.kubernetes.pod.uid': 'uid-1', 'io.kubernetes.pod.namespace': 'ns' } } } as unknown as Docker.ContainerInspectInfo;
+    assert.equal(fromDockerInspect(partial).owner, undefined);
+    const nullLabels = { ...info({ Status: 'running' }), Config: { Labels: null } } as unknown as Docker.ContainerInspectInfo;
+    assert.equal(fromDockerInspect(nullLabels).owner, undefined);
+  });
   it('maps the other states', () => {
     assert.equal(fromDockerInspect(info({ Status: 'created' })).state, 'created');
     assert.equal(fromDockerInspect(info({ Status: 'paused' })).state, 'running');

@@ -3,6 +3,7 @@
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
+import { ownerFromLabels } from './owner.ts';
 import type { ContainerRuntime, ContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
 
 export interface DockerRuntimeOptions {
@@ -68,6 +69,9 @@ export function fromDockerInspect(info: Docker.ContainerInspectInfo): RuntimeCon
   if (state === 'exited') container.exitCode = info.State.ExitCode;
   const reason = dockerReason(info.State, state);
   if (reason) container.reason = reason;
+  // cri-dockerd puts kubelet's labels on the containers it creates; any other container has none.
+  const owner = ownerFromLabels(info.Config?.Labels);
+  if (owner) container.owner = owner;
   return container;
 }
 

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EnvVar } from '@kubernetes/client-node';
 import type { NodeKind, Sidecar } from './classify.ts';
-import { classify, isStoppableOn, mayNeedSidecarTermination, notStoppableWarning, parseNameList } from './classify.ts';
+import { classify, isStoppableOn, mayNeedSidecarTermination, notStoppableWarning } from './classify.ts';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
@@ -11,7 +11,7 @@ import {
   EVENT_REASONS,
 } from './constants.ts';
 import { IGNORE_EXIT_CODE, main, makePod, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
-import { projectPod } from './projection.ts';
+import { parseNameList, projectPod } from './projection.ts';
 
 const classifyOne = (env: V1EnvVar[], annotations: Record<string, string> = {}) =>
   classify(projectPod(makePod({ containers: [{ name: 'c', env }, main('app')], annotations })));
@@ -101,10 +101,11 @@ describe('classify: section 1 table, one container', () => {
 
 describe('classify: annotations', () => {
   it('parses comma-separated names, trimming spaces and dropping empty entries', () => {
-    assert.deepEqual(parseNameList(' a, b ,,c , a '), ['a', 'b', 'c']);
-    assert.deepEqual(parseNameList(''), []);
-    assert.deepEqual(parseNameList(undefined), []);
-    assert.deepEqual(parseNameList(' , '), []);
+    const names = (value: string | undefined) => parseNameList(value).names;
+    assert.deepEqual(names(' a, b ,,c , a '), ['a', 'b', 'c']);
+    assert.deepEqual(names(''), []);
+    assert.deepEqual(names(undefined), []);
+    assert.deepEqual(names(' , '), []);
   });
 
   it('marks several containers from one annotation', () => {
@@ -157,10 +158,9 @@ describe('classify: annotations', () => {
       annotations: { [ANNOTATION_IGNORE_EXIT_CODE]: 'annotated-main' },
     });
     const result = classify(projectPod(pod));
-    assert.deepEqual(
-      result.warnings.map((w) => [w.reason, w.key]),
-      ['env-only', 'image-only', 'annotated-main'].map((n) => [EVENT_REASONS.markerIneffective, `${EVENT_REASONS.markerIneffective}/${n}`]),
-    );
+    // One Warning per Pod, naming every container where the marker was set in vain.
+    assert.deepEqual(result.warnings.map((w) => [w.reason, w.key]), [[EVENT_REASONS.markerIneffective, EVENT_REASONS.markerIneffective]]);
+    assert.match(result.warnings[0]?.message ?? '', /Containers "env-only", "image-only" and "annotated-main" are marked/);
     assert.match(result.warnings[0]?.message ?? '', new RegExp(`${ENV_TERMINATE_WHEN_JOB_EXIT}=true`));
   });
 
@@ -196,11 +196,11 @@ describe('classify: what can be acted on where', () => {
 
   it('the Warning for a sidecar nothing will stop says why and how to fix it', () => {
     const pod = projectPod(makePod({ containers: [main('app')] }));
-    const onReal = notStoppableWarning(pod, imageOnly, 'real');
+    const onReal = notStoppableWarning(pod, [imageOnly], 'real');
     assert.equal(onReal.type, 'Warning');
     assert.equal(onReal.reason, EVENT_REASONS.notStoppable);
     assert.match(onReal.message, /virtual nodes only.*nothing will stop it.*KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true/);
-    const onVirtual = notStoppableWarning(pod, requestOnly, 'virtual');
+    const onVirtual = notStoppableWarning(pod, [requestOnly], 'virtual');
     assert.match(onVirtual.message, /virtual nodes cannot carry out.*nothing will stop it.*WITH_IMAGE/);
     assert.notEqual(onReal.key, onVirtual.key);
   });

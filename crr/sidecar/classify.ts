@@ -1,4 +1,4 @@
-// Which containers are sidecars (spec section 1), and which of them can be acted on where the Pod runs.
+// Which containers are sidecars, and which of them can be acted on where the Pod runs.
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
@@ -8,8 +8,9 @@ import {
   EVENT_REASONS,
 } from './constants.ts';
 import type { PodEvent } from './events.ts';
-import { warning } from './events.ts';
-import type { ContainerProjection, PodProjection } from './projection.ts';
+import { quoteList, warning } from './events.ts';
+import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';
+import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
 
 export type NodeKind = 'real' | 'virtual';
 
@@ -27,13 +28,13 @@ export interface Classification {
   sidecars: Sidecar[];
   /** Every spec container that is not a sidecar. */
   mains: string[];
-  /** Annotations naming unknown containers, markers that have no effect. */
+  /** Annotations naming unknown containers, markers that have no effect: one Warning per Pod and reason. */
   warnings: PodEvent[];
 }
 
 export function classify(pod: PodProjection): Classification {
-  const annotatedSidecars = new Set(parseNameList(pod.annotations.sidecars));
-  const annotatedIgnore = new Set(parseNameList(pod.annotations.ignoreExitCode));
+  const annotatedSidecars = new Set(pod.annotations.sidecars.containers);
+  const annotatedIgnore = new Set(pod.annotations.ignoreExitCode.containers);
   const sidecars: Sidecar[] = [];
   const mains: string[] = [];
   for (const container of pod.containers) {
@@ -42,9 +43,8 @@ export function classify(pod: PodProjection): Classification {
     else mains.push(container.name);
   }
   const warnings = [
-    ...unknownNameWarnings(pod, ANNOTATION_SIDECARS, annotatedSidecars),
-    ...unknownNameWarnings(pod, ANNOTATION_IGNORE_EXIT_CODE, annotatedIgnore),
-    ...ineffectiveIgnoreWarnings(pod, sidecars, annotatedIgnore),
+    ...unknownNamesWarning(pod),
+    ...ineffectiveIgnoreWarning(pod, sidecars, annotatedIgnore),
   ];
   return { sidecars, mains, warnings };
 }
@@ -66,48 +66,65 @@ function toSidecar(
   };
 }
 
-/** Comma-separated names: spaces trimmed, empty entries and duplicates dropped. */
-export function parseNameList(value: string | undefined): string[] {
-  if (!value) return [];
-  const names = value.split(',').map((n) => n.trim()).filter((n) => n !== '');
-  return [...new Set(names)];
+/**
+ * One Warning per Pod for every entry of both annotations that does nothing: however many there
+ * are, it quotes a few and counts the rest (an annotation of junk must not become a flood of events).
+ */
+function unknownNamesWarning(pod: PodProjection): PodEvent[] {
+  const parts = [
+    ...describeUnknown(ANNOTATION_SIDECARS, pod.annotations.sidecars),
+    ...describeUnknown(ANNOTATION_IGNORE_EXIT_CODE, pod.annotations.ignoreExitCode),
+  ];
+  if (parts.length === 0) return [];
+  return [warning(EVENT_REASONS.unknownContainer, EVENT_REASONS.unknownContainer, `${parts.join(' ')} Those entries are ignored.`)];
 }
 
-function unknownNameWarnings(pod: PodProjection, annotation: string, names: ReadonlySet<string>): PodEvent[] {
-  const known = new Set(pod.containers.map((c) => c.name));
-  const initNames = new Set(pod.initContainerNames);
-  return [...names]
-    .filter((name) => !known.has(name))
-    .map((name) =>
-      warning(
-        EVENT_REASONS.unknownContainer,
-        `${EVENT_REASONS.unknownContainer}/${annotation}/${name}`,
-        initNames.has(name)
-          ? `Annotation ${annotation} names "${name}", an init container: init containers are never ` +
-              'stopped by the sidecar terminator (kubelet stops native sidecars itself). Entry ignored.'
-          : `Annotation ${annotation} names "${name}", which is not a container of this Pod. Entry ignored.`,
-      ),
+function describeUnknown(annotation: string, parsed: NameListAnnotation): string[] {
+  const parts: string[] = [];
+  if (parsed.unknownCount > 0) {
+    const several = parsed.unknownCount > 1;
+    parts.push(
+      `Annotation ${annotation} names ${quoteList(parsed.unknownSample, parsed.unknownCount)}, which ` +
+        `${several ? 'are not containers' : 'is not a container'} of this Pod.`,
     );
+  }
+  if (parsed.initContainers.length > 0) {
+    const several = parsed.initContainers.length > 1;
+    parts.push(
+      `Annotation ${annotation} names ${quoteList(parsed.initContainers)}, ${several ? 'init containers' : 'an init container'}: ` +
+        'init containers are never stopped by the sidecar terminator (kubelet stops native sidecars itself).',
+    );
+  }
+  if (parsed.truncated) {
+    parts.push(
+      `Annotation ${annotation} is longer than the ${MAX_ANNOTATION_CHARS} characters or ${MAX_ANNOTATION_NAMES} names ` +
+        'read; the rest was not read.',
+    );
+  }
+  return parts;
 }
 
-/** IGNORE_EXIT_CODE counts only on a sidecar stopped through a request; say so where it was set in vain. */
-function ineffectiveIgnoreWarnings(
+/** IGNORE_EXIT_CODE counts only on a sidecar stopped through a request; one Warning names where it was set in vain. */
+function ineffectiveIgnoreWarning(
   pod: PodProjection,
   sidecars: readonly Sidecar[],
   annotatedIgnore: ReadonlySet<string>,
 ): PodEvent[] {
   const ignoring = new Set(sidecars.filter((s) => s.ignoreExitCode).map((s) => s.name));
-  return pod.containers
+  const vain = pod.containers
     .filter((c) => !ignoring.has(c.name) && (c.markers.ignoreExitCode || annotatedIgnore.has(c.name)))
-    .map((c) =>
-      warning(
-        EVENT_REASONS.markerIneffective,
-        `${EVENT_REASONS.markerIneffective}/${c.name}`,
-        `Container "${c.name}" is marked ignore-exit-code (${ENV_IGNORE_EXIT_CODE} or annotation ` +
-          `${ANNOTATION_IGNORE_EXIT_CODE}), which only counts for a sidecar with ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
-          `or listed in annotation ${ANNOTATION_SIDECARS}. The marker has no effect.`,
-      ),
-    );
+    .map((c) => c.name);
+  if (vain.length === 0) return [];
+  const several = vain.length > 1;
+  return [
+    warning(
+      EVENT_REASONS.markerIneffective,
+      EVENT_REASONS.markerIneffective,
+      `Container${several ? 's' : ''} ${quoteList(vain)} ${several ? 'are' : 'is'} marked ignore-exit-code (${ENV_IGNORE_EXIT_CODE} ` +
+        `or annotation ${ANNOTATION_IGNORE_EXIT_CODE}), which only counts for a sidecar with ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
+        `or listed in annotation ${ANNOTATION_SIDECARS}. The marker has no effect.`,
+    ),
+  ];
 }
 
 /** Real nodes: only request sidecars; virtual nodes: only image sidecars. */
@@ -115,18 +132,21 @@ export function isStoppableOn(sidecar: Sidecar, node: NodeKind): boolean {
   return node === 'real' ? sidecar.viaRequest : sidecar.swapImage !== undefined;
 }
 
-/** The one Warning for a sidecar that nothing will stop where its Pod runs. */
-export function notStoppableWarning(pod: PodProjection, sidecar: Sidecar, node: NodeKind): PodEvent {
+/** The one Warning per Pod for the sidecars that nothing will stop where the Pod runs. */
+export function notStoppableWarning(pod: PodProjection, sidecars: readonly Sidecar[], node: NodeKind): PodEvent {
   const where = `${node} node "${pod.nodeName ?? ''}"`;
+  const several = sidecars.length > 1;
+  const names = `Sidecar${several ? 's' : ''} ${quoteList(sidecars.map((s) => s.name))}`;
+  const them = several ? 'them' : 'it';
   const message =
     node === 'real'
-      ? `Sidecar "${sidecar.name}" has only ${ENV_TERMINATE_WITH_IMAGE}, which acts on virtual nodes only; ` +
-        `on ${where} nothing will stop it and the Pod keeps running. Set ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
-        `on it or list it in annotation ${ANNOTATION_SIDECARS}.`
-      : `Sidecar "${sidecar.name}" is to be stopped through a ContainerRecreateRequest, which virtual nodes ` +
-        `cannot carry out; on ${where} nothing will stop it and the Pod keeps running. Set ` +
-        `${ENV_TERMINATE_WITH_IMAGE} on it to an image that exits 0 at once.`;
-  return warning(EVENT_REASONS.notStoppable, `${EVENT_REASONS.notStoppable}/${node}/${sidecar.name}`, message);
+      ? `${names} ${several ? 'have' : 'has'} only ${ENV_TERMINATE_WITH_IMAGE}, which acts on virtual nodes only; ` +
+        `on ${where} nothing will stop ${them} and the Pod keeps running. Set ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
+        `on ${them} or list ${them} in annotation ${ANNOTATION_SIDECARS}.`
+      : `${names} ${several ? 'are' : 'is'} to be stopped through a ContainerRecreateRequest, which virtual nodes ` +
+        `cannot carry out; on ${where} nothing will stop ${them} and the Pod keeps running. Set ` +
+        `${ENV_TERMINATE_WITH_IMAGE} on ${them} to an image that exits 0 at once.`;
+  return warning(EVENT_REASONS.notStoppable, `${EVENT_REASONS.notStoppable}/${node}`, message);
 }
 
 /**
@@ -137,5 +157,5 @@ export function notStoppableWarning(pod: PodProjection, sidecar: Sidecar, node: 
 export function mayNeedSidecarTermination(pod: PodProjection): boolean {
   if (pod.restartPolicy !== 'Never' && pod.restartPolicy !== 'OnFailure') return false;
   const envMarked = pod.containers.some((c) => c.markers.whenJobExit || c.markers.withImage !== undefined);
-  return envMarked || parseNameList(pod.annotations.sidecars).length > 0;
+  return envMarked || namesAnything(pod.annotations.sidecars);
 }

@@ -35,4 +35,13 @@ export const EVENT_REASONS = {
   phaseSet: 'SidecarTerminated',
   restartLoop: 'SidecarRestartLoop',
   sidecarFailedPod: 'SidecarFailedPod',
+  /** A sidecar that has not started (image pull or config error) while the mains are done. */
+  sidecarNotStarted: 'SidecarNotStarted',
+  /** The agent stops a container. */
+  killing: 'Killing',
+  failedPreStopHook: 'FailedPreStopHook',
+  /** A request that does not match its Pod (runtime labels, node, uid) was refused; nothing was executed. */
+  requestRefused: 'RequestRefused',
+  /** The API refused a request the controller built (e.g. invalid); it is not retried in a loop. */
+  requestRejected: 'SidecarTerminationRequestRejected',
 } as const;

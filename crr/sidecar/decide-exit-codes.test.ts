@@ -93,9 +93,9 @@ describe('section 5: ignore-exit-code sidecars', () => {
     assert.equal(expectKind(decideFor(pod), 'notHandled').reason, 'mainsNotDone');
   });
 
-  it('once the phase is terminal (patched already): the rest are stopped at once, exit codes no longer count', () => {
+  it('once the phase is terminal (patched already): no request, kubelet stops the rest', () => {
     const pod = makePod({ phase: 'Succeeded', containers: [main('app', exited(0)), ignoring('proxy')] });
-    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['proxy']);
+    assert.equal(expectKind(decideFor(pod), 'wait').reason, 'podTerminal');
   });
 
   it('waits while another sidecar that nothing can stop is running (and says so)', () => {

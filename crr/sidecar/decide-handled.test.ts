@@ -99,13 +99,13 @@ describe('section 2: Pods whose mains are done', () => {
 
   it('a sidecar waiting to start still counts as not terminated', () => {
     const decision = decideFor(makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'waiting', [], { id: null })] }));
-    assert.equal(expectKind(decision, 'wait').reason, 'containerIds');
+    assert.equal(expectKind(decision, 'wait').reason, 'sidecarNotStarted');
   });
 
-  it('a terminal phase with a sidecar still running: stopped at once on a real node (kubelet would wait for its next sync)', () => {
+  it('a terminal phase with a sidecar still running: no request on a real node either (kubelet stops the rest)', () => {
     for (const phase of ['Succeeded', 'Failed']) {
       const decision = decideFor(makePod({ phase, containers: [main('app', exited(0)), sidecar('proxy')] }));
-      assert.deepEqual(expectKind(decision, 'createRequest').containers, ['proxy']);
+      assert.equal(expectKind(decision, 'wait').reason, 'podTerminal');
     }
   });
 

@@ -56,10 +56,11 @@ describe('section 3: creating the request', () => {
     assert.deepEqual(expectKind(decideFor(pod, 'real'), 'createRequest').containers, ['proxy']);
   });
 
-  it('a sidecar without a container ID yet is waited for, not failed', () => {
+  it('a sidecar without a container ID yet is waited for (a while), not failed', () => {
     const decision = expectKind(decideFor(done(sidecar('proxy', 'waiting', [], { id: null }))), 'wait');
-    assert.equal(decision.reason, 'containerIds');
+    assert.equal(decision.reason, 'sidecarNotStarted');
     assert.deepEqual(decision.containers, ['proxy']);
+    assert.equal(decision.requeueAfterMs, 110_000);
   });
 
   it('... and requested as soon as it has one', () => {
@@ -72,6 +73,7 @@ describe('section 3: creating the request', () => {
     assert.deepEqual(decision.containers, ['a']);
     assert.deepEqual(decision.waitingForContainerId, ['b']);
     assert.match(decision.events.at(-1)?.message ?? '', /Waiting for "b"/);
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarNotStarted, EVENT_REASONS.stopping]);
   });
 
   it('the late sidecar gets its own request once it has an ID, without backoff or retry warning', () => {

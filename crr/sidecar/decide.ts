@@ -1,24 +1,56 @@
-// The pure decision for one Pod (spec sections 2-5), computed from its full current state.
+// The pure decision for one Pod, computed from its full current state: whether it is handled, how
+// its sidecars are stopped on real and virtual nodes, and when the controller sets its phase.
+import { MAX_REQUEST_CONTAINERS } from '../types.ts';
 import type { Classification, NodeKind, Sidecar } from './classify.ts';
 import { classify, isStoppableOn, notStoppableWarning } from './classify.ts';
-import { ANNOTATION_IGNORE_EXIT_CODE, ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from './constants.ts';
-import type { CreateRequest, Decision, NotHandled, NotHandledReason, Wait, WaitReason } from './decision.ts';
+import {
+  ANNOTATION_IGNORE_EXIT_CODE,
+  ENV_IGNORE_EXIT_CODE,
+  ENV_TERMINATE_WHEN_JOB_EXIT,
+  EVENT_REASONS,
+  REQUEST_NAME_PREFIX,
+} from './constants.ts';
+import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, Wait, WaitReason } from './decision.ts';
+import { boundedDelayMs } from './decision.ts';
 import type { PodEvent } from './events.ts';
-import { normal, quoteList, warning } from './events.ts';
+import { clip, joinSample, normal, quoteList, warning } from './events.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
-import { buildTerminationRequest, DEFAULT_OPTIONS, requestAttempt, requestName, retryDelaySeconds } from './requests.ts';
+import {
+  buildTerminationRequest,
+  DEFAULT_OPTIONS,
+  isOwnRequest,
+  MAX_REQUEST_ATTEMPTS,
+  requestAttempt,
+  requestName,
+  retryDelaySeconds,
+} from './requests.ts';
 
 export interface DecideContext {
-  /** Existing requests for this Pod (e.g. listed by the pod-uid label); only our own names count. */
+  /** Requests that may be the Pod's (found by the Pod's uid in their label or name); only our own count. */
   requests: readonly ExistingRequest[];
   nowMs: number;
   options?: SidecarTerminatorOptions;
 }
 
+/** How long after a request completed kubelet's report of an exit the agent saw is waited for, before a retry. */
+export const STATUS_REPORT_GRACE_MS = 30_000;
+/** Look again this often meanwhile (kubelet's report itself re-triggers sooner). */
+const STATUS_REPORT_POLL_MS = 5_000;
+/** Waiting reasons of a container being created as asked: no cause for a Warning on its own. */
+const TRANSIT_REASONS: ReadonlySet<string> = new Set(['ContainerCreating', 'PodInitializing']);
+
 /** One of our requests, with its attempt number parsed from its name. */
 type OwnRequest = ExistingRequest & { attempt: number };
+
+/** The Pod's requests as the rules read them. */
+interface History {
+  /** Ours: a name of ours, and this Pod's uid and node in the labels. */
+  own: OwnRequest[];
+  /** 1 + the highest attempt of any name of ours for the Pod, ours or not: a taken name is skipped. */
+  nextAttempt: number;
+}
 
 interface Facts {
   pod: PodProjection;
@@ -48,17 +80,15 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   if (!statusesComplete(pod)) return notHandled('statusesIncomplete', 'a container has no status yet', events);
   if (!mainsDone(pod, classification.mains)) return notHandled('mainsNotDone', 'main containers not done', events);
   events.push(...sidecarFailedPodWarnings(pod, classification));
-  const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
-    // Exit codes no longer matter: kubelet never leaves a terminal phase. It would stop the rest
-    // itself, but only at its next periodic sync (up to a minute); on a real node we stop them now.
-    if (node === 'real') return requestStops(facts, running.filter((s) => isStoppableOn(s, 'real')));
+    // Exit codes no longer matter and kubelet never leaves a terminal phase: it stops the rest itself.
     return wait('podTerminal', `phase ${pod.phase}: kubelet stops the remaining containers`, events, running);
   }
+  const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
   return node === 'real' ? decideOnRealNode(facts) : decideOnVirtualNode(facts);
 }
 
-// ---- section 2: when a Pod is handled ----
+// ---- when a Pod is handled ----
 
 function statusOf(pod: PodProjection, name: string): ContainerStatusProjection | undefined {
   return pod.statuses.find((s) => s.name === name);
@@ -72,7 +102,7 @@ function statusesComplete(pod: PodProjection): boolean {
   return pod.containers.every((c) => statusOf(pod, c.name) !== undefined);
 }
 
-/** Only the current state and exit code count; never lastState or timestamps. */
+/** Only the current state and exit code count; never lastState. */
 function mainsDone(pod: PodProjection, mains: readonly string[]): boolean {
   return mains.every((name) => {
     const state = statusOf(pod, name)?.state;
@@ -82,68 +112,107 @@ function mainsDone(pod: PodProjection, mains: readonly string[]): boolean {
   });
 }
 
-// ---- section 3: real nodes ----
+/**
+ * A sidecar that has not started and that nothing we do can reach: waiting, and on a real node
+ * without a container a request could address. Virtual nodes never address containers, so there
+ * any waiting sidecar counts (once its image is swapped, or when it cannot be).
+ */
+function notStarted(pod: PodProjection, sidecar: Sidecar, node: NodeKind): boolean {
+  const status = statusOf(pod, sidecar.name);
+  if (status?.state.kind !== 'waiting') return false;
+  return node === 'virtual' || !status.containerID;
+}
+
+// ---- real nodes ----
 
 function decideOnRealNode(facts: Facts): Decision {
   const { pod, running, events } = facts;
-  const own = ownRequests(pod, facts.context.requests);
-  const loop = restartLoop(facts, own);
+  const history = requestHistory(pod, facts.context.requests);
+  const loop = restartLoop(facts, history.own);
   if (loop) return loop;
 
-  const ignoring = running.filter((s) => s.ignoreExitCode);
-  const others = running.filter((s) => !s.ignoreExitCode);
-  if (ignoring.length > 0 && others.length === 0) return ignoreExitCodePatch(facts, ignoring);
+  const unstarted = running.filter((s) => notStarted(pod, s, 'real'));
+  const started = running.filter((s) => !unstarted.includes(s));
+  // Ignore-exit-code sidecars never hold the Pod up, started or not.
+  const blocking = unstarted.filter((s) => !s.ignoreExitCode);
+  events.push(...notStartedWarning(facts, blocking));
+  const others = started.filter((s) => !s.ignoreExitCode);
+  if (others.length === 0) {
+    if (blocking.length > 0) return afterStartTimeout(facts, blocking);
+    return ignoreExitCodePatch(facts, running.filter((s) => s.ignoreExitCode));
+  }
 
   const stoppable = others.filter((s) => isStoppableOn(s, 'real'));
-  events.push(...others.filter((s) => !isStoppableOn(s, 'real')).map((s) => notStoppableWarning(pod, s, 'real')));
-  return requestStops(facts, stoppable, own);
-}
-
-/** A request for the stoppable sidecars that have a container ID, unless one is under way. */
-function requestStops(facts: Facts, stoppable: Sidecar[], own = ownRequests(facts.pod, facts.context.requests)): Decision {
-  const { pod, events } = facts;
+  const unstoppable = others.filter((s) => !isStoppableOn(s, 'real'));
+  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'real'));
   if (stoppable.length === 0) {
     return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a real node', events);
   }
-  const active = own.find((r) => !r.completed);
+  return requestStops(facts, history, stoppable, blocking.filter((s) => s.viaRequest));
+}
+
+/** A request for the stoppable sidecars that have a container ID, unless one is under way. */
+function requestStops(facts: Facts, history: History, stoppable: readonly Sidecar[], unstarted: readonly Sidecar[]): Decision {
+  const { pod, events } = facts;
+  const active = history.own.find((r) => !r.completed);
   if (active) {
     return { ...wait('requestActive', `request ${active.name} is in progress`, events, stoppable), requestName: active.name };
   }
   const withId = stoppable.filter((s) => statusOf(pod, s.name)?.containerID);
-  const withoutId = stoppable.filter((s) => !statusOf(pod, s.name)?.containerID);
-  if (withId.length === 0) return wait('containerIds', 'sidecars have no container ID yet', events, withoutId);
-  return createRequest(facts, own, withId.map((s) => s.name), withoutId.map((s) => s.name));
+  const waitingFor = [...stoppable.filter((s) => !statusOf(pod, s.name)?.containerID), ...unstarted].map((s) => s.name);
+  if (withId.length === 0) return wait('containerIds', 'sidecars have no container ID yet', events, stoppable);
+
+  const reported = exitsAwaitingReport(facts, withId, history.own);
+  const toStop = withId.filter((s) => !reported.names.has(s.name));
+  if (toStop.length === 0) {
+    const names = [...reported.names];
+    const message = `the agent saw ${names.join(',')} exit; waiting for kubelet to report it`;
+    return { ...wait('statusReportPending', message, events, withId), requeueAfterMs: reported.waitMs };
+  }
+  if (history.nextAttempt > MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
+  // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
+  const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
+  return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length);
 }
 
-function ownRequests(pod: PodProjection, requests: readonly ExistingRequest[]): OwnRequest[] {
-  return requests.flatMap((r) => {
+/** Every request of the Pod whose name is ours counts for numbering; only the Pod's own count as ours. */
+function requestHistory(pod: PodProjection, requests: readonly ExistingRequest[]): History {
+  let highest = 0;
+  const own: OwnRequest[] = [];
+  for (const r of requests) {
     const attempt = requestAttempt(pod.uid, r.name);
-    return attempt === undefined ? [] : [{ ...r, attempt }];
-  });
+    if (attempt === undefined) continue;
+    highest = Math.max(highest, attempt);
+    if (isOwnRequest(r, pod)) own.push({ ...r, attempt });
+  }
+  return { own, nextAttempt: highest + 1 };
 }
 
 function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
   return requests.reduce<OwnRequest | undefined>((a, r) => (a && a.attempt >= r.attempt ? a : r), undefined);
 }
 
-function createRequest(facts: Facts, own: readonly OwnRequest[], containers: string[], waitingForId: string[]): CreateRequest {
+function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number): CreateRequest {
   const { pod, options, events } = facts;
-  const latest = latestOf(own);
-  const attempt = (latest?.attempt ?? 0) + 1;
+  const attempt = history.nextAttempt;
   const request = buildTerminationRequest(pod, containers, attempt, options);
   const name = requestName(pod.uid, attempt);
-  const completed = own.filter((r) => r.completed);
+  const completed = history.own.filter((r) => r.completed);
   const askedBefore = new Set(completed.flatMap((r) => r.containers.map((c) => c.name)));
   const retried = containers.filter((c) => askedBefore.has(c));
+  const retriedSet = new Set(retried);
   // The request that last asked for one of them: the one that did not do its job.
-  const previous = latestOf(completed.filter((r) => r.containers.some((c) => retried.includes(c.name))));
-  // A sidecar never asked to stop goes at once; only a pure retry waits for the backoff.
-  const delaySeconds = previous && retried.length === containers.length ? retryDelaySeconds(attempt, options) : 0;
-  const delayMs = previous && delaySeconds > 0 ? remainingMs(previous, delaySeconds, facts.context.nowMs) : 0;
+  const previous = latestOf(completed.filter((r) => r.containers.some((c) => retriedSet.has(c.name))));
+  // A sidecar never asked to stop goes at once; only a pure retry waits for the backoff, counted in
+  // our own attempts so that names taken by others do not lengthen it.
+  const ownAttempt = (latestOf(history.own)?.attempt ?? 0) + 1;
+  const delaySeconds = previous && retried.length === containers.length ? retryDelaySeconds(ownAttempt, options) : 0;
+  const delayMs = previous && delaySeconds > 0 ? boundedDelayMs(remainingMs(previous, delaySeconds, facts.context.nowMs)) : 0;
   const stopping = normal(
     EVENT_REASONS.stopping,
     `${EVENT_REASONS.stopping}/${name}`,
     `Main containers are done; stopping sidecar${plural(containers)} ${quoteList(containers)} with ContainerRecreateRequest ${name}.` +
+      (left > 0 ? ` ${left} more follow in the next request once this one is done (a request holds at most ${MAX_REQUEST_CONTAINERS}).` : '') +
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
         : ''),
@@ -158,7 +227,7 @@ function createRequest(facts: Facts, own: readonly OwnRequest[], containers: str
     ...(previous ? { retryOf: previous.name } : {}),
     waitingForContainerId: waitingForId,
     events: [...events, ...retryEvents, stopping],
-    message: `create ${name} for ${containers.join(',')}${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
+    message: `create ${name} for ${quoteList(containers)}${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
   };
 }
 
@@ -180,43 +249,192 @@ function retryWarning(previous: ExistingRequest, retried: string[], name: string
   );
 }
 
-/** What the previous request said about itself and the retried containers. */
+/** What the previous request said about itself and the retried containers (a few of them). */
 function requestOutcome(request: ExistingRequest, names: readonly string[]): string {
+  const wanted = new Set(names);
   const details = request.containers
-    .filter((c) => names.includes(c.name) && c.state?.message)
-    .map((c) => `${c.name}: ${c.state?.message}`);
-  const parts = [request.message, ...details].filter((p): p is string => Boolean(p));
+    .filter((c) => wanted.has(c.name) && c.state?.message)
+    .map((c) => `${clip(c.name)}: ${clip(c.state?.message ?? '', 200)}`);
+  const parts = [...(request.message ? [clip(request.message, 200)] : []), ...(details.length > 0 ? [joinSample(details)] : [])];
   return parts.length > 0 ? ` (${parts.join('; ')})` : '';
 }
 
-// ---- section 4: virtual nodes ----
+/**
+ * Sidecars the agent saw exit whose exit kubelet has not reported yet: the latest completed request
+ * asking for each recorded it Succeeded with an exit code, for the very container the status still
+ * shows. A retry now would stop nothing and warn for nothing, so kubelet's report is waited for,
+ * for STATUS_REPORT_GRACE_MS after that request completed at most.
+ */
+function exitsAwaitingReport(facts: Facts, sidecars: readonly Sidecar[], own: readonly OwnRequest[]): { names: Set<string>; waitMs: number } {
+  const completed = own.filter((r) => r.completed);
+  const names = new Set<string>();
+  let waitMs = STATUS_REPORT_POLL_MS;
+  for (const sidecar of sidecars) {
+    const asked = latestAsk(sidecar.name, completed);
+    const recorded = asked?.container.state;
+    if (!asked || recorded?.phase !== 'Succeeded' || recorded.exitCode === undefined) continue;
+    const status = statusOf(facts.pod, sidecar.name);
+    if (!status?.containerID || asked.container.statusContext?.containerID !== status.containerID) continue;
+    const completedAt = asked.request.completionTimeMs;
+    if (completedAt === undefined) continue;
+    const left = completedAt + STATUS_REPORT_GRACE_MS - facts.context.nowMs;
+    if (left <= 0) continue;
+    names.add(sidecar.name);
+    waitMs = Math.min(waitMs, left);
+  }
+  return { names, waitMs: boundedDelayMs(waitMs) };
+}
+
+/** Every name up to MAX_REQUEST_ATTEMPTS is taken: say so once, rather than fail to create forever. */
+function attemptsExhausted(facts: Facts, sidecars: readonly Sidecar[]): NotHandled {
+  const names = sidecars.map((s) => s.name);
+  const last = requestName(facts.pod.uid, MAX_REQUEST_ATTEMPTS);
+  const event = warning(
+    EVENT_REASONS.notStoppable,
+    `${EVENT_REASONS.notStoppable}/attempts`,
+    `No further ContainerRecreateRequest can be created for this Pod: every name up to ${last} is taken. ` +
+      `Sidecar${plural(names)} ${quoteList(names)} ${names.length === 1 ? 'keeps' : 'keep'} running. Delete the requests named ` +
+      `${REQUEST_NAME_PREFIX}${facts.pod.uid}-<n> that sidecar-terminator did not create.`,
+  );
+  return notHandled('attemptsExhausted', `no request name left (up to ${last})`, [...facts.events, event]);
+}
+
+// ---- virtual nodes ----
 
 function decideOnVirtualNode(facts: Facts): Decision {
   const { pod, running, events } = facts;
-  const stoppable = running.filter((s) => isStoppableOn(s, 'virtual'));
-  events.push(...running.filter((s) => !isStoppableOn(s, 'virtual')).map((s) => notStoppableWarning(pod, s, 'virtual')));
-  if (stoppable.length === 0) {
-    return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a virtual node', events);
-  }
-  const swaps = stoppable.flatMap((s) => {
+  const unstarted = running.filter((s) => notStarted(pod, s, 'virtual'));
+  const active = running.filter((s) => !unstarted.includes(s));
+  const unstoppable = active.filter((s) => !isStoppableOn(s, 'virtual'));
+  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'virtual'));
+  const swaps = running.flatMap((s): ImageSwap[] => {
     const from = pod.containers.find((c) => c.name === s.name)?.image ?? '';
     // Already swapped: the spec carries the target image, kubelet is replacing the container.
     return s.swapImage === undefined || from === s.swapImage ? [] : [{ container: s.name, from, to: s.swapImage }];
   });
-  if (swaps.length === 0) return wait('imageSwapInProgress', 'images already swapped', events, stoppable);
-  const names = swaps.map((s) => s.container);
-  const key = swaps.map((s) => `${s.container}=${s.to}`).join(',');
-  const event = normal(
-    EVENT_REASONS.replacingImage,
-    `${EVENT_REASONS.replacingImage}/${key}`,
-    `Main containers are done; stopping sidecar${plural(names)} by replacing ` +
-      swaps.map((s) => `the image of "${s.container}" with ${s.to}`).join(', ') +
-      ' (virtual node: the new container exits at once).',
-  );
-  return { kind: 'swapImages', swaps, events: [...events, event], message: `swap images of ${names.join(',')}` };
+  if (swaps.length > 0) return swapImages(facts, swaps);
+
+  // Every image is swapped. A waiting sidecar is one that crash-loops on the quick-exit image
+  // (OnFailure after a non-zero exit), or never started.
+  const blocking = unstarted.filter((s) => !s.ignoreExitCode);
+  events.push(...notStartedWarning(facts, blocking.filter((s) => !inTransit(pod, s))));
+  if (active.length > 0) {
+    if (unstoppable.length === active.length) {
+      return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a virtual node', events);
+    }
+    return wait('imageSwapInProgress', 'images already swapped', events, active.filter((s) => isStoppableOn(s, 'virtual')));
+  }
+  if (blocking.length > 0) return afterStartTimeout(facts, blocking);
+  // Only ignore-exit-code sidecars are left, none running: end the Pod as on a real node.
+  return ignoreExitCodePatch(facts, unstarted);
 }
 
-// ---- section 5: exit codes and the phase ----
+function swapImages(facts: Facts, swaps: ImageSwap[]): Decision {
+  const names = swaps.map((s) => s.container);
+  const event = normal(
+    EVENT_REASONS.replacingImage,
+    boundedKey(EVENT_REASONS.replacingImage, swaps.map((s) => `${s.container}=${s.to}`)),
+    `Main containers are done; stopping sidecar${plural(names)} by replacing ` +
+      joinSample(swaps.map((s) => `the image of "${s.container}" with ${clip(s.to, 200)}`)) +
+      ' (virtual node: the new container exits at once).',
+  );
+  return { kind: 'swapImages', swaps, events: [...facts.events, event], message: `swap images of ${quoteList(names)}` };
+}
+
+/** Waiting for the container our own image swap asked for: the usual path, no cause for a Warning. */
+function inTransit(pod: PodProjection, sidecar: Sidecar): boolean {
+  const state = statusOf(pod, sidecar.name)?.state;
+  return sidecar.swapImage !== undefined && state?.kind === 'waiting' && (state.reason === undefined || TRANSIT_REASONS.has(state.reason));
+}
+
+// ---- sidecars that never started ----
+
+/** `"a" (ErrImagePull)`, for a few of them. */
+function describeWaiting(pod: PodProjection, sidecars: readonly Sidecar[]): string {
+  return joinSample(
+    sidecars.map((s) => {
+      const state = statusOf(pod, s.name)?.state;
+      const reason = state?.kind === 'waiting' && state.reason ? state.reason : 'waiting';
+      return `"${clip(s.name)}" (${clip(reason)})`;
+    }),
+  );
+}
+
+/** The one Warning per Pod about sidecars that have not started while the mains are done. */
+function notStartedWarning(facts: Facts, sidecars: readonly Sidecar[]): PodEvent[] {
+  if (sidecars.length === 0) return [];
+  const several = sidecars.length > 1;
+  const them = several ? 'them' : 'it';
+  return [
+    warning(
+      EVENT_REASONS.sidecarNotStarted,
+      EVENT_REASONS.sidecarNotStarted,
+      `Sidecar${several ? 's' : ''} ${describeWaiting(facts.pod, sidecars)} ${several ? 'have' : 'has'} not started, and the ` +
+        `main containers are done. Started sidecars are stopped as usual; ${several ? 'these are' : 'this one is'} waited for ` +
+        `up to ${facts.options.sidecarStartTimeoutSeconds}s from when the main containers finished. Then, once no started ` +
+        `sidecar is left running, sidecar-terminator sets the Pod's phase without ${them} (Succeeded only if every main ` +
+        'container exited 0 and no other sidecar failed, else Failed) and kubelet stops the remaining containers.',
+    ),
+  ];
+}
+
+/**
+ * Only sidecars that never started hold the Pod up: wait for them sidecarStartTimeoutSeconds from
+ * when the mains finished, then end the Pod without them.
+ */
+function afterStartTimeout(facts: Facts, unstarted: readonly Sidecar[]): Decision {
+  const since = mainsFinishedAtMs(facts.pod, facts.classification.mains);
+  const seconds = facts.options.sidecarStartTimeoutSeconds;
+  if (since === undefined) {
+    // Not even the Pod's start is known (an API server always sets its creation time).
+    return wait('sidecarNotStarted', `no time known to count ${seconds}s from; waiting for the sidecars to start`, facts.events, unstarted);
+  }
+  const left = since + seconds * 1000 - facts.context.nowMs;
+  if (left > 0) {
+    const message = `waiting ${Math.ceil(left / 1000)}s more for ${quoteList(unstarted.map((s) => s.name))} to start`;
+    return { ...wait('sidecarNotStarted', message, facts.events, unstarted), requeueAfterMs: boundedDelayMs(left) };
+  }
+  return notStartedPatch(facts, unstarted);
+}
+
+/**
+ * When the mains finished: the latest main's finishedAt. Where one is unknown, the latest time known
+ * to come no later than the finish stands in (the known finishes, the Pod's start): the wait counts
+ * from a time the Pod itself shows, so every reconcile, on any replica, reaches the same answer.
+ */
+function mainsFinishedAtMs(pod: PodProjection, mains: readonly string[]): number | undefined {
+  const known: number[] = [];
+  for (const name of mains) {
+    const state = statusOf(pod, name)?.state;
+    if (state?.kind === 'terminated' && state.finishedAtMs !== undefined) known.push(state.finishedAtMs);
+  }
+  if (mains.length > 0 && known.length === mains.length) return Math.max(...known);
+  if (pod.startTimeMs !== undefined) known.push(pod.startTimeMs);
+  return known.length > 0 ? Math.max(...known) : undefined;
+}
+
+function notStartedPatch(facts: Facts, unstarted: readonly Sidecar[]): Decision {
+  const names = unstarted.map((s) => s.name);
+  const failedSidecars = failedCountingSidecars(facts);
+  const text = (phase: string): string =>
+    `Phase set to ${phase} by sidecar-terminator: the main containers are done` +
+    `${allMainsSucceeded(facts.pod) ? ' with exit code 0' : ', not all with exit code 0'}` +
+    (failedSidecars.length > 0 ? `, sidecar${plural(failedSidecars)} ${quoteList(failedSidecars)} exited non-zero` : '') +
+    `, and sidecar${plural(names)} ${describeWaiting(facts.pod, unstarted)} had not started ` +
+    `${facts.options.sidecarStartTimeoutSeconds}s after they finished, with no other sidecar left to stop. ` +
+    'Kubelet stops the remaining containers.';
+  return phasePatch(facts.pod, {
+    cause: 'sidecarNotStarted',
+    // As for ignore-exit-code: a sidecar that never ran neither fails nor succeeds the Pod.
+    wanted: failedSidecars.length > 0 ? 'Failed' : 'Succeeded',
+    conditionMessage: text,
+    event: (phase) => normal(EVENT_REASONS.phaseSet, `${EVENT_REASONS.phaseSet}/sidecarNotStarted`, text(phase)),
+    nowMs: facts.context.nowMs,
+    events: facts.events,
+  });
+}
+
+// ---- exit codes and the phase ----
 
 function ignoreExitCodePatch(facts: Facts, ignoring: readonly Sidecar[]): Decision {
   const names = ignoring.map((s) => s.name);
@@ -277,7 +495,7 @@ function restartLoop(facts: Facts, own: readonly OwnRequest[]): Decision | undef
   });
   if (looping.length === 0) return undefined;
   const names = looping.map((l) => l.name);
-  const detail = looping.map(describeLoop).join(', ');
+  const detail = joinSample(looping.map(describeLoop));
   const text = (phase: string): string =>
     `Phase set to ${phase} by sidecar-terminator to end a restart loop: kubelet restarted sidecar${plural(names)} ${detail} ` +
     'because it did not exit 0 on SIGTERM under restartPolicy OnFailure. Make the sidecar exit 0 on SIGTERM, ' +
@@ -286,7 +504,7 @@ function restartLoop(facts: Facts, own: readonly OwnRequest[]): Decision | undef
     cause: 'restartLoop',
     wanted: 'Succeeded',
     conditionMessage: text,
-    event: (phase) => warning(EVENT_REASONS.restartLoop, `${EVENT_REASONS.restartLoop}/${names.join(',')}`, text(phase)),
+    event: (phase) => warning(EVENT_REASONS.restartLoop, boundedKey(EVENT_REASONS.restartLoop, names), text(phase)),
     nowMs: facts.context.nowMs,
     events: facts.events,
   });
@@ -320,28 +538,41 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
 }
 
 /**
- * restartPolicy Never: a sidecar that exited non-zero fails the Pod although every main succeeded.
- * The phase is left alone (the sidecar's failure may be real); the operator is told how to fix it.
+ * restartPolicy Never: sidecars that exited non-zero fail the Pod although every main succeeded.
+ * The phase is left alone (the failure may be real); one Warning tells the operator how to fix it.
  */
 function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification): PodEvent[] {
   if (pod.restartPolicy !== 'Never' || pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
-  return classification.sidecars.flatMap((s) => {
+  const failed = classification.sidecars.flatMap((s) => {
     const state = statusOf(pod, s.name)?.state;
-    if (state?.kind !== 'terminated' || state.exitCode === 0) return [];
-    const fix = s.ignoreExitCode
-      ? 'It is marked ignore-exit-code, but exited before the other sidecars had stopped, so the phase was ' +
-        'not yet set. Make it exit 0 on SIGTERM.'
-      : 'Fix either: make the sidecar exit 0 on SIGTERM, or mark it ignore-exit-code ' +
-        `(${ENV_IGNORE_EXIT_CODE}=true together with ${ENV_TERMINATE_WHEN_JOB_EXIT}=true, or annotation ${ANNOTATION_IGNORE_EXIT_CODE}).`;
-    return [
-      warning(
-        EVENT_REASONS.sidecarFailedPod,
-        `${EVENT_REASONS.sidecarFailedPod}/${s.name}`,
-        `Sidecar "${s.name}" exited with code ${state.exitCode} after every main container succeeded, so the Pod ` +
-          `fails (restartPolicy Never) although its work succeeded. ${fix}`,
-      ),
-    ];
+    return state?.kind === 'terminated' && state.exitCode !== 0 ? [{ sidecar: s, exitCode: state.exitCode }] : [];
   });
+  const [first] = failed;
+  if (!first) return [];
+  const what =
+    failed.length === 1
+      ? `Sidecar "${first.sidecar.name}" exited with code ${first.exitCode}`
+      : `Sidecars ${joinSample(failed.map((f) => `"${f.sidecar.name}" (code ${f.exitCode})`))} exited non-zero`;
+  const ignoring = failed.filter((f) => f.sidecar.ignoreExitCode).map((f) => f.sidecar.name);
+  const counting = failed.filter((f) => !f.sidecar.ignoreExitCode);
+  const fixes: string[] = [];
+  if (counting.length > 0) {
+    fixes.push(
+      'Fix either: make the sidecar exit 0 on SIGTERM, or mark it ignore-exit-code ' +
+        `(${ENV_IGNORE_EXIT_CODE}=true together with ${ENV_TERMINATE_WHEN_JOB_EXIT}=true, or annotation ${ANNOTATION_IGNORE_EXIT_CODE}).`,
+    );
+  }
+  if (ignoring.length > 0) {
+    const subject = failed.length === 1 ? 'It is' : `${quoteList(ignoring)} ${ignoring.length === 1 ? 'is' : 'are'}`;
+    fixes.push(`${subject} marked ignore-exit-code, but exited before the other sidecars had stopped, so the phase was not yet set. Make it exit 0 on SIGTERM.`);
+  }
+  return [
+    warning(
+      EVENT_REASONS.sidecarFailedPod,
+      EVENT_REASONS.sidecarFailedPod,
+      `${what} after every main container succeeded, so the Pod fails (restartPolicy Never) although its work succeeded. ${fixes.join(' ')}`,
+    ),
+  ];
 }
 
 // ---- helpers ----
@@ -356,4 +587,24 @@ function wait(reason: WaitReason, message: string, events: PodEvent[], sidecars:
 
 function plural(names: readonly string[]): string {
   return names.length === 1 ? '' : 's';
+}
+
+/** An event key that names what it reports but stays short, however many names there are. */
+function boundedKey(reason: string, parts: readonly string[]): string {
+  const shown = parts.slice(0, 3).map((p) => clip(p, 100));
+  return `${reason}/${shown.join(',')}${parts.length > shown.length ? `,+${parts.length - shown.length}` : ''}`;
+}
+
+/**
+ * The Warning for a request the API server refused as invalid (or forbidden): the controller gives
+ * it once and tries again only after a long delay, instead of failing in a loop with a log line.
+ */
+export function requestRejectedWarning(decision: CreateRequest, apiMessage: string, retryInSeconds: number): PodEvent {
+  const name = decision.request.metadata.name ?? '';
+  return warning(
+    EVENT_REASONS.requestRejected,
+    `${EVENT_REASONS.requestRejected}/${name}`,
+    `The API server rejected ContainerRecreateRequest ${name} for sidecar${plural(decision.containers)} ` +
+      `${quoteList(decision.containers)}: ${clip(apiMessage, 400)}. Trying again in ${retryInSeconds}s.`,
+  );
 }

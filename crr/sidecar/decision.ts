@@ -4,7 +4,7 @@ import type { PodEvent } from './events.ts';
 
 export type TerminalPhase = 'Succeeded' | 'Failed';
 
-/** The Pod is not one to act on (spec section 2), or nothing can act on it. */
+/** The Pod is not one to act on, or nothing can act on it. */
 export type NotHandledReason =
   | 'deleting'
   | 'restartPolicyAlways'
@@ -15,18 +15,24 @@ export type NotHandledReason =
   | 'statusesIncomplete'
   | 'mainsNotDone'
   /** The sidecars still running cannot be stopped on this kind of node (a Warning says why). */
-  | 'noStoppableSidecar';
+  | 'noStoppableSidecar'
+  /** Every request name up to MAX_REQUEST_ATTEMPTS is taken (a Warning says so). */
+  | 'attemptsExhausted';
 
 /** Handled, but the next step belongs to someone else; a later Pod or request update re-triggers. */
 export type WaitReason =
-  /** The phase is terminal already: kubelet stops the remaining containers itself. */
+  /** The phase is terminal already: kubelet stops the remaining containers itself; no request is made. */
   | 'podTerminal'
   /** One of our requests is still being carried out. */
   | 'requestActive'
-  /** The sidecars to stop have no container ID yet (not started): handled again once they have. */
+  /** The running sidecars to stop show no container ID yet: handled again once they do. */
   | 'containerIds'
   /** Images already swapped: kubelet is replacing the containers. */
-  | 'imageSwapInProgress';
+  | 'imageSwapInProgress'
+  /** Only sidecars that never started are left: waited for up to sidecarStartTimeoutSeconds, then the phase is set. */
+  | 'sidecarNotStarted'
+  /** The agent saw the sidecars exit (their request says so); kubelet's report is due, a retry is not. */
+  | 'statusReportPending';
 
 interface DecisionBase {
   /** Emit when the action is carried out (for notHandled/wait: right away), once per Pod and key. */
@@ -47,6 +53,8 @@ export interface Wait extends DecisionBase {
   requestName?: string;
   /** The sidecars waited for. */
   containers: string[];
+  /** Decide again after this long: nothing else may change the Pod or its requests meanwhile. */
+  requeueAfterMs?: number;
 }
 
 export interface CreateRequest extends DecisionBase {
@@ -78,7 +86,7 @@ export interface SwapImages extends DecisionBase {
   swaps: ImageSwap[];
 }
 
-export type PhasePatchCause = 'ignoreExitCode' | 'restartLoop';
+export type PhasePatchCause = 'ignoreExitCode' | 'restartLoop' | 'sidecarNotStarted';
 
 export interface PodConditionPatch {
   type: string;
@@ -98,3 +106,15 @@ export interface PatchPhase extends DecisionBase {
 }
 
 export type Decision = NotHandled | Wait | CreateRequest | SwapImages | PatchPhase;
+
+/**
+ * The longest any requeue waits: Node's timers hold at most 2^31-1 ms (a longer one fires at once),
+ * and the periodic resync catches up on whatever is further away.
+ */
+export const MAX_REQUEUE_MS = 3_600_000;
+
+/** A delay fit for a timer: whole, at least 0, at most MAX_REQUEUE_MS (NaN counts as the most). */
+export function boundedDelayMs(ms: number): number {
+  if (Number.isNaN(ms)) return MAX_REQUEUE_MS;
+  return Math.min(MAX_REQUEUE_MS, Math.max(0, Math.ceil(ms)));
+}

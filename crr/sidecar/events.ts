@@ -6,7 +6,7 @@ export interface PodEvent {
   message: string;
   /**
    * Stable identity of what the event reports. Decisions are recomputed on every reconcile, so the
-   * I/O layer emits an event at most once per Pod and key (e.g. a small per-Pod set of keys).
+   * I/O layer emits an event at most once per Pod and key (see EmittedEvents).
    */
   key: string;
 }
@@ -19,9 +19,65 @@ export function warning(reason: string, key: string, message: string): PodEvent 
   return { type: 'Warning', reason, message, key };
 }
 
-/** `"a"`, `"a" and "b"`, `"a", "b" and "c"`: names as operators read them in messages. */
-export function quoteList(names: readonly string[]): string {
-  const quoted = names.map((n) => `"${n}"`);
-  if (quoted.length <= 1) return quoted.join('');
-  return `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}`;
+/** Names quoted in one message at most; the rest are counted, so a message stays short whatever the input. */
+export const MAX_QUOTED_NAMES = 5;
+/** A container name has at most 63 characters; anything longer is cut in messages. */
+const MAX_QUOTED_CHARS = 63;
+
+/** A name as it appears in a message: cut when longer than any container name can be. */
+export function clip(name: string, max = MAX_QUOTED_CHARS): string {
+  return name.length > max ? `${name.slice(0, max)}…` : name;
+}
+
+/**
+ * `"a"`, `"a" and "b"`, `"a", "b" and "c"`: names as operators read them in messages. Long lists
+ * show the first few and `and N more`; `total` counts names that were not even kept.
+ */
+export function quoteList(names: readonly string[], total = names.length): string {
+  return joinSample(names.map((n) => `"${clip(n)}"`), total);
+}
+
+/** Already formatted items, joined as quoteList joins names. */
+export function joinSample(items: readonly string[], total = items.length): string {
+  const shown = items.slice(0, MAX_QUOTED_NAMES);
+  const more = Math.max(0, total - shown.length);
+  if (more > 0) return `${shown.join(', ')} and ${more} more`;
+  if (shown.length <= 1) return shown.join('');
+  return `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`;
+}
+
+/** Keys kept per Pod at most: decisions carry a handful, so only a pathological history reaches it. */
+export const MAX_KEYS_PER_POD = 128;
+
+/**
+ * The event keys already emitted, per Pod key (namespace/name) and uid: a Pod recreated under the
+ * same name starts afresh. Forget a Pod when it leaves the cache, or the map grows with every Pod.
+ */
+export class EmittedEvents {
+  private readonly byPod = new Map<string, { uid: string; keys: Set<string> }>();
+
+  /** The events not emitted yet for this Pod; they count as emitted from now on. */
+  take(podKey: string, uid: string, events: readonly PodEvent[]): PodEvent[] {
+    if (events.length === 0) return [];
+    let seen = this.byPod.get(podKey);
+    if (seen?.uid !== uid) this.byPod.set(podKey, (seen = { uid, keys: new Set() }));
+    const fresh: PodEvent[] = [];
+    for (const event of events) {
+      if (seen.keys.has(event.key)) continue;
+      seen.keys.add(event.key);
+      fresh.push(event);
+      // A Set iterates in insertion order: the oldest key goes first.
+      if (seen.keys.size > MAX_KEYS_PER_POD) seen.keys.delete(seen.keys.values().next().value as string);
+    }
+    return fresh;
+  }
+
+  forget(podKey: string): void {
+    this.byPod.delete(podKey);
+  }
+
+  /** How many Pods are remembered (for tests and debugging). */
+  size(): number {
+    return this.byPod.size;
+  }
 }

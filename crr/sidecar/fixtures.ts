@@ -11,6 +11,10 @@ import { requestName } from './requests.ts';
 
 export const UID = '0f7e8d6c-1111-2222-3333-444455556666';
 export const NOW = Date.parse('2025-01-01T00:10:00Z');
+/** When the fixture Pods were created and started. */
+export const POD_START = NOW - 600_000;
+/** The node the fixture Pods run on, and the labels of their own requests. */
+export const NODE = 'node-1';
 
 /** `noStatus`: no containerStatuses entry at all. */
 export type StateSpec = 'running' | 'waiting' | { exit: number } | 'noStatus';
@@ -23,6 +27,10 @@ export interface ContainerSpec {
   /** Container ID; `null` for none (not created yet). Default: derived from the name. */
   id?: string | null;
   restarts?: number;
+  /** For a terminated state: how long before NOW it finished (default 10 s); `null` for no finishedAt. */
+  finishedAgoMs?: number | null;
+  /** For a waiting state: its reason (default ContainerCreating). */
+  waitingReason?: string;
 }
 
 export interface PodSpec {
@@ -72,11 +80,12 @@ export function makePod(spec: PodSpec): V1Pod {
       namespace: 'ns',
       uid: UID,
       resourceVersion: '42',
+      creationTimestamp: new Date(POD_START),
       ...(spec.annotations ? { annotations: spec.annotations } : {}),
       ...(spec.deleting ? { deletionTimestamp: new Date(NOW) } : {}),
     },
     spec: {
-      nodeName: spec.nodeName ?? 'node-1',
+      nodeName: spec.nodeName ?? NODE,
       ...(spec.restartPolicy !== undefined ? { restartPolicy: spec.restartPolicy } : { restartPolicy: 'Never' }),
       ...(spec.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds } : {}),
       ...(spec.initContainers ? { initContainers: spec.initContainers } : {}),
@@ -84,6 +93,7 @@ export function makePod(spec: PodSpec): V1Pod {
     },
     status: {
       phase: spec.phase ?? 'Running',
+      startTime: new Date(POD_START),
       containerStatuses: spec.containers.filter((c) => c.state !== 'noStatus').map(toStatus),
     },
   };
@@ -92,6 +102,7 @@ export function makePod(spec: PodSpec): V1Pod {
 function toStatus(c: ContainerSpec): V1ContainerStatus {
   const state = c.state ?? 'running';
   const id = c.id === undefined ? `containerd://${c.name}-id` : c.id;
+  const finishedAgo = c.finishedAgoMs === undefined ? 10_000 : c.finishedAgoMs;
   return {
     name: c.name,
     image: c.image ?? `${c.name}:1`,
@@ -103,8 +114,14 @@ function toStatus(c: ContainerSpec): V1ContainerStatus {
       state === 'running'
         ? { running: { startedAt: new Date(NOW - 60_000) } }
         : state === 'waiting'
-          ? { waiting: { reason: 'ContainerCreating' } }
-          : { terminated: { exitCode: (state as { exit: number }).exit, reason: 'Exited' } },
+          ? { waiting: { reason: c.waitingReason ?? 'ContainerCreating' } }
+          : {
+              terminated: {
+                exitCode: (state as { exit: number }).exit,
+                reason: 'Exited',
+                ...(finishedAgo === null ? {} : { finishedAt: new Date(NOW - finishedAgo) }),
+              },
+            },
   };
 }
 
@@ -124,13 +141,18 @@ export interface RequestSpec {
   completedAgoMs?: number;
   message?: string;
   containers: Array<ExistingRequestContainer | string>;
+  /** Its pod-uid and node-name labels; default this Pod's (UID, NODE), `null` for none. */
+  labels?: { podUid?: string; nodeName?: string } | null;
 }
 
 /** One of our requests (by attempt), completed `completedAgoMs` before NOW unless active. */
 export function request(spec: RequestSpec): ExistingRequest {
   const completed = spec.completed ?? true;
+  const labels: { podUid?: string; nodeName?: string } = spec.labels === null ? {} : { podUid: UID, nodeName: NODE, ...spec.labels };
   return {
     name: spec.name ?? requestName(UID, spec.attempt ?? 1),
+    ...(labels.podUid !== undefined ? { podUidLabel: labels.podUid } : {}),
+    ...(labels.nodeName !== undefined ? { nodeNameLabel: labels.nodeName } : {}),
     phase: completed ? 'Completed' : 'Recreating',
     completed,
     ...(spec.message ? { message: spec.message } : {}),
@@ -147,6 +169,7 @@ export const FAST_RETRY: SidecarTerminatorOptions = {
   ttlSecondsAfterFinished: 1800,
   retryBaseDelaySeconds: 10,
   retryMaxDelaySeconds: 60,
+  sidecarStartTimeoutSeconds: 120,
 };
 
 /** Narrow a decision to one kind, failing the test otherwise. */

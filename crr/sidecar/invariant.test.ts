@@ -1,4 +1,4 @@
-// The section 5 invariant, attacked: no decision ever says Succeeded unless every main container's
+// The phase invariant, attacked: no decision ever says Succeeded unless every main container's
 // current state is terminated with exit code 0. Mains are known here from how the Pod was generated,
 // independently of classify().
 import { describe, it } from 'node:test';
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeKind } from './classify.ts';
 import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from './constants.ts';
-import type { Decision } from './decision.ts';
+import type { Decision, PhasePatchCause } from './decision.ts';
 import type { ContainerSpec, StateSpec } from './fixtures.ts';
 import { decideFor, exited, main, makePod, request, sidecar, IGNORE_EXIT_CODE } from './fixtures.ts';
 import { guardedPhase } from './phase.ts';
@@ -61,7 +61,14 @@ function generate(seed: number): Generated {
     const name = `c${i}`;
     const role = pick<Role>(['main', 'main', 'envSidecar', 'imageSidecar', 'bothSidecar', 'annotatedSidecar']);
     const s = state();
-    const extra = { restarts: Math.floor(r() * 3), ...(chance(0.15) ? { id: null } : {}), ...(chance(0.2) ? { image: 'exit0:1' } : {}) };
+    const extra = {
+      restarts: Math.floor(r() * 3),
+      ...(chance(0.15) ? { id: null } : {}),
+      ...(chance(0.2) ? { image: 'exit0:1' } : {}),
+      // Finished long ago (past the start timeout), just now, or at an unknown time.
+      finishedAgoMs: pick([10_000, 500_000, 500_000, null]),
+      waitingReason: pick(['ContainerCreating', 'ErrImagePull', 'CrashLoopBackOff']),
+    };
     const ignoreEnv = chance(0.4) ? [{ name: ENV_IGNORE_EXIT_CODE, value: trueish() }] : [];
     if (chance(0.3)) ignoreAnnotated.push(name);
     if (role === 'main') {
@@ -99,6 +106,8 @@ function generate(seed: number): Generated {
   const requests = Array.from({ length: Math.floor(r() * 3) }, (_, i) =>
     request({
       attempt: i + 1,
+      // Forged: our name, another node or Pod in the labels, or none.
+      ...(chance(0.15) ? { labels: pick([null, { nodeName: 'node-2' }, { podUid: 'other' }]) } : {}),
       completed: chance(0.7),
       completedAgoMs: Math.floor(r() * 100_000),
       containers: containers.filter(() => chance(0.5)).map((c) => ({
@@ -139,6 +148,7 @@ describe('invariant: never Succeeded unless every main terminated with exit 0', 
   it('holds over 30000 generated Pods, nodes and request histories', () => {
     let succeeded = 0;
     let failed = 0;
+    const byCause = new Map<PhasePatchCause, { succeeded: number; failed: number }>();
     for (let seed = 1; seed <= 30_000; seed++) {
       const g = generate(seed);
       const decision = decideFor(g.pod, g.node, g.requests);
@@ -146,11 +156,19 @@ describe('invariant: never Succeeded unless every main terminated with exit 0', 
       if (decision.kind === 'patchPhase') {
         if (decision.phase === 'Succeeded') succeeded++;
         else failed++;
+        const counts = byCause.get(decision.cause) ?? { succeeded: 0, failed: 0 };
+        counts[decision.phase === 'Succeeded' ? 'succeeded' : 'failed']++;
+        byCause.set(decision.cause, counts);
       }
     }
-    // The attack must actually reach both outcomes, or it proves nothing.
+    // The attack must actually reach both outcomes, by every cause, or it proves nothing.
     assert.ok(succeeded > 100, `only ${succeeded} Succeeded patches generated`);
     assert.ok(failed > 100, `only ${failed} Failed patches generated`);
+    for (const cause of ['ignoreExitCode', 'restartLoop', 'sidecarNotStarted'] as const) {
+      const counts = byCause.get(cause);
+      assert.ok(counts && counts.succeeded > 10, `${cause}: ${JSON.stringify(counts)}`);
+      if (cause !== 'restartLoop') assert.ok(counts.failed > 10, `${cause}: ${JSON.stringify(counts)}`);
+    }
   });
 
   it('flipping any one main of a Succeeded patch to running, waiting, failed or missing gives Failed or no patch', () => {
@@ -197,6 +215,23 @@ describe('invariant: never Succeeded unless every main terminated with exit 0', 
       [
         'main with IGNORE_EXIT_CODE env alone',
         makePod({ containers: [main('app', exited(1), { env: [IGNORE_EXIT_CODE] }), sidecar('p', 'running', [IGNORE_EXIT_CODE])] }),
+      ],
+      [
+        'main failed long ago, sidecar never started',
+        makePod({ containers: [main('app', exited(1), { finishedAgoMs: 500_000 }), sidecar('p', 'waiting', [], { id: null, waitingReason: 'ErrImagePull' })] }),
+      ],
+      [
+        'main failed at an unknown time, sidecar never started',
+        makePod({ containers: [main('app', exited(1), { finishedAgoMs: null }), sidecar('p', 'waiting', [], { id: null })] }),
+      ],
+      [
+        'main failed, swapped ignore-exit-code sidecar crash-looping',
+        makePod({
+          containers: [
+            main('app', exited(1)),
+            sidecar('p', 'waiting', [IGNORE_EXIT_CODE, { name: ENV_TERMINATE_WITH_IMAGE, value: 'exit0:1' }], { image: 'exit0:1', waitingReason: 'CrashLoopBackOff' }),
+          ],
+        }),
       ],
     ];
     const loop = [request({ containers: [{ name: 'p', statusContext: { containerID: 'containerd://p-id', restartCount: 0 }, state: { phase: 'Succeeded', exitCode: 143 } }] })];

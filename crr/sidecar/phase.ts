@@ -1,4 +1,4 @@
-// The only way a decision can set the Pod's phase, and the invariant that guards it (spec section 5):
+// The only way a decision can set the Pod's phase, and the invariant that guards it:
 // never Succeeded unless every main container's current state is terminated with exit code 0.
 import { classify } from './classify.ts';
 import { CONDITION_SIDECAR_TERMINATED } from './constants.ts';
@@ -26,6 +26,7 @@ export function guardedPhase(wanted: TerminalPhase, pod: PodProjection): Termina
 const CONDITION_REASONS: Record<PhasePatchCause, string> = {
   ignoreExitCode: 'IgnoredSidecarExitCode',
   restartLoop: 'SidecarRestartLoop',
+  sidecarNotStarted: 'SidecarNotStarted',
 };
 
 export interface PhasePatchRequest {

@@ -9,7 +9,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
 } from './constants.ts';
-import { exited, main, makePod, sidecar, UID } from './fixtures.ts';
+import { exited, main, makePod, NOW, POD_START, sidecar, UID } from './fixtures.ts';
 import { projectPod, readMarkers } from './projection.ts';
 
 const fromSecret = { secretKeyRef: { name: 's', key: 'k' } };
@@ -87,7 +87,11 @@ describe('projectPod', () => {
     assert.equal(p.resourceVersion, '42');
     assert.equal(p.deleting, false);
     assert.equal(p.terminationGracePeriodSeconds, 45);
-    assert.deepEqual(p.annotations, { sidecars: 'proxy', ignoreExitCode: 'x' });
+    assert.deepEqual(p.annotations, {
+      sidecars: { containers: ['proxy'], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
+      ignoreExitCode: { containers: [], initContainers: [], unknownSample: ['x'], unknownCount: 1, truncated: false },
+    });
+    assert.equal(p.startTimeMs, POD_START);
     assert.deepEqual(p.containers.map((c) => c.name), ['app', 'proxy']);
     assert.deepEqual(p.containers[1]?.markers, { whenJobExit: true, ignoreExitCode: false });
   });
@@ -117,7 +121,7 @@ describe('projectPod', () => {
       name: 'c',
       containerID: 'containerd://c-id',
       restartCount: 2,
-      state: { kind: 'terminated', exitCode: 143, reason: 'Exited' },
+      state: { kind: 'terminated', exitCode: 143, reason: 'Exited', finishedAtMs: NOW - 10_000 },
     });
   });
 
@@ -137,13 +141,14 @@ describe('projectPod', () => {
     assert.deepEqual(projectPod(pod).statuses[0]?.state, { kind: 'waiting', reason: undefined });
   });
 
-  it('carries only the names of init containers (never classified)', () => {
+  it('never classifies init containers: only an annotation naming one keeps its name', () => {
     const pod = makePod({
       containers: [main('app')],
       initContainers: [{ name: 'native-proxy', image: 'proxy', restartPolicy: 'Always', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'true' }] }],
+      annotations: { [ANNOTATION_SIDECARS]: 'native-proxy' },
     });
     const p = projectPod(pod);
-    assert.deepEqual(p.initContainerNames, ['native-proxy']);
+    assert.deepEqual(p.annotations.sidecars.initContainers, ['native-proxy']);
     assert.deepEqual(p.containers.map((c) => c.name), ['app']);
   });
 

@@ -1,4 +1,4 @@
-// The compact view of a Pod kept for every watched Pod (spec section 6): only what the rules read.
+// The compact view of a Pod kept for every watched Pod: only what the rules read, bounded in size.
 import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
@@ -25,11 +25,14 @@ export interface ContainerProjection {
   markers: EnvMarkers;
 }
 
-/** The current state only: the rules never read lastState or timestamps. */
+/**
+ * The current state only: the rules never read lastState. The one timestamp kept, finishedAt, only
+ * bounds how long a sidecar that never started is waited for.
+ */
 export type ContainerState =
   | { kind: 'running' }
   | { kind: 'waiting'; reason?: string }
-  | { kind: 'terminated'; exitCode: number; reason?: string };
+  | { kind: 'terminated'; exitCode: number; reason?: string; finishedAtMs?: number };
 
 export interface ContainerStatusProjection {
   name: string;
@@ -50,21 +53,48 @@ export interface PodProjection {
   restartPolicy: string;
   deleting: boolean;
   terminationGracePeriodSeconds?: number;
-  /** Raw values of our two annotations; parsed by classify. */
-  annotations: { sidecars?: string; ignoreExitCode?: string };
-  /** Only the names: init containers are never classified, but an annotation naming one gets a precise warning. */
-  initContainerNames: string[];
+  /** status.startTime, else the creation time: where a wait starts when a main's finish time is unknown. */
+  startTimeMs?: number;
+  /** Our two annotations, parsed here once and bounded whatever their size (never the raw strings). */
+  annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation };
   containers: ContainerProjection[];
   statuses: ContainerStatusProjection[];
   /** Our SidecarTerminated condition, if present. */
   sidecarTerminated?: { status: string; reason?: string; message?: string };
 }
 
+/** An annotation listing container names, as far as it was read. */
+export interface NameListAnnotation {
+  /** Names of the Pod's containers, deduplicated, in annotation order. */
+  containers: string[];
+  /** Names of the Pod's init containers: never classified, but named in a precise Warning. */
+  initContainers: string[];
+  /** The first few of the other names (each cut to a container name's length), for the Warning. */
+  unknownSample: string[];
+  /** How many other names were read in all. */
+  unknownCount: number;
+  /** The annotation was longer than what is read (MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES). */
+  truncated: boolean;
+}
+
+/** Characters of an annotation read at most: Pod annotations may hold 256 KiB, container names do not need it. */
+export const MAX_ANNOTATION_CHARS = 32_768;
+/** Names of an annotation read at most. */
+export const MAX_ANNOTATION_NAMES = 1_000;
+/** Unknown names kept for the Warning. */
+export const MAX_UNKNOWN_SAMPLE = 5;
+/** A container name is a DNS label: at most 63 characters. */
+export const MAX_CONTAINER_NAME_CHARS = 63;
+
 export function projectPod(pod: V1Pod): PodProjection {
   const meta = pod.metadata ?? {};
   const spec = pod.spec;
   const status = pod.status;
   const condition = status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED);
+  const containerNames = new Set((spec?.containers ?? []).map((c) => c.name));
+  const initNames = new Set((spec?.initContainers ?? []).map((c) => c.name));
+  const annotation = (key: string) => parseNameListAnnotation(meta.annotations?.[key], containerNames, initNames);
+  const startTimeMs = toMs(status?.startTime) ?? toMs(meta.creationTimestamp);
   return {
     namespace: meta.namespace ?? '',
     name: meta.name ?? '',
@@ -75,11 +105,8 @@ export function projectPod(pod: V1Pod): PodProjection {
     restartPolicy: spec?.restartPolicy ?? 'Always',
     deleting: meta.deletionTimestamp != null,
     terminationGracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? undefined,
-    annotations: {
-      sidecars: meta.annotations?.[ANNOTATION_SIDECARS],
-      ignoreExitCode: meta.annotations?.[ANNOTATION_IGNORE_EXIT_CODE],
-    },
-    initContainerNames: (spec?.initContainers ?? []).map((c) => c.name),
+    ...(startTimeMs !== undefined ? { startTimeMs } : {}),
+    annotations: { sidecars: annotation(ANNOTATION_SIDECARS), ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE) },
     containers: (spec?.containers ?? []).map(projectContainer),
     statuses: (status?.containerStatuses ?? []).map(projectStatus),
     sidecarTerminated: condition && {
@@ -88,6 +115,55 @@ export function projectPod(pod: V1Pod): PodProjection {
       message: condition.message,
     },
   };
+}
+
+/**
+ * Comma-separated names: spaces trimmed, empty entries and duplicates dropped. Reads at most
+ * MAX_ANNOTATION_CHARS characters and MAX_ANNOTATION_NAMES names, so a huge annotation costs no
+ * more than a large one; an entry cut by the limit is dropped, not read in part.
+ */
+export function parseNameList(value: string | undefined): { names: string[]; truncated: boolean } {
+  if (!value) return { names: [], truncated: false };
+  let text = value;
+  let truncated = false;
+  if (text.length > MAX_ANNOTATION_CHARS) {
+    truncated = true;
+    text = text.slice(0, MAX_ANNOTATION_CHARS);
+    // The character past the limit may continue the last entry: keep whole entries only.
+    if (value[MAX_ANNOTATION_CHARS] !== ',') text = text.slice(0, Math.max(0, text.lastIndexOf(',')));
+  }
+  const names = new Set<string>();
+  for (const entry of text.split(',')) {
+    const name = entry.trim();
+    if (name === '') continue;
+    if (names.size >= MAX_ANNOTATION_NAMES) {
+      truncated = true;
+      break;
+    }
+    names.add(name);
+  }
+  return { names: [...names], truncated };
+}
+
+function parseNameListAnnotation(value: string | undefined, containers: ReadonlySet<string>, inits: ReadonlySet<string>): NameListAnnotation {
+  const { names, truncated } = parseNameList(value);
+  const result: NameListAnnotation = { containers: [], initContainers: [], unknownSample: [], unknownCount: 0, truncated };
+  for (const name of names) {
+    // No container can have a longer name; do not even look it up.
+    const fits = name.length <= MAX_CONTAINER_NAME_CHARS;
+    if (fits && containers.has(name)) result.containers.push(name);
+    else if (fits && inits.has(name)) result.initContainers.push(name);
+    else {
+      result.unknownCount++;
+      if (result.unknownSample.length < MAX_UNKNOWN_SAMPLE) result.unknownSample.push(fits ? name : `${name.slice(0, MAX_CONTAINER_NAME_CHARS)}…`);
+    }
+  }
+  return result;
+}
+
+/** Whether the annotation names anything at all (known or not). */
+export function namesAnything(annotation: NameListAnnotation): boolean {
+  return annotation.containers.length > 0 || annotation.initContainers.length > 0 || annotation.unknownCount > 0;
 }
 
 function projectContainer(container: V1Container): ContainerProjection {
@@ -134,9 +210,21 @@ function projectStatus(status: V1ContainerStatus): ContainerStatusProjection {
 function projectState(status: V1ContainerStatus): ContainerState {
   const state = status.state;
   if (state?.terminated) {
-    return { kind: 'terminated', exitCode: state.terminated.exitCode, reason: state.terminated.reason };
+    const finishedAtMs = toMs(state.terminated.finishedAt);
+    return {
+      kind: 'terminated',
+      exitCode: state.terminated.exitCode,
+      reason: state.terminated.reason,
+      ...(finishedAtMs !== undefined ? { finishedAtMs } : {}),
+    };
   }
   if (state?.running) return { kind: 'running' };
   // No state at all is what kubelet reports before the container exists: waiting.
   return { kind: 'waiting', reason: state?.waiting?.reason };
+}
+
+function toMs(value: string | Date | undefined): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
 }

@@ -1,8 +1,22 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../types.ts';
-import { UID } from './fixtures.ts';
-import { DEFAULT_OPTIONS, projectRequest, requestAttempt, requestName, retryDelaySeconds } from './requests.ts';
+import { LABEL_NODE_NAME, LABEL_POD_UID, MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from '../types.ts';
+import { main, makePod, NODE, request, sidecar, UID } from './fixtures.ts';
+import { projectPod } from './projection.ts';
+import type { ExistingRequest } from './requests.ts';
+import {
+  buildTerminationRequest,
+  deadlineFor,
+  DEFAULT_OPTIONS,
+  isOwnRequest,
+  MAX_REQUEST_ATTEMPTS,
+  projectRequest,
+  requestAttempt,
+  requestName,
+  requestPodUids,
+  retryDelaySeconds,
+} from './requests.ts';
 
 describe('request names', () => {
   it('first attempt is sidecar-termination-<uid>, later ones add -<n>', () => {
@@ -23,8 +37,78 @@ describe('request names', () => {
       [`sidecar-termination-${UID}-`, undefined],
       ['sidecar-termination-other-uid', undefined],
       ['restart-my-proxy', undefined],
+      [`sidecar-termination-${UID}-${MAX_REQUEST_ATTEMPTS}`, MAX_REQUEST_ATTEMPTS],
+      [`sidecar-termination-${UID}-${MAX_REQUEST_ATTEMPTS + 1}`, undefined],
+      [`sidecar-termination-${UID}-10000`, undefined],
+      [`sidecar-termination-${UID}-99999999999999999999`, undefined],
+      [`sidecar-termination-${UID}-1e3`, undefined],
     ];
     for (const [name, want] of rows) assert.equal(requestAttempt(UID, name), want, name);
+  });
+});
+
+describe('requestPodUids: the informer index of the controller', () => {
+  const crr = (name: string, labels?: Record<string, string>): ContainerRecreateRequest => ({
+    apiVersion: 'sidecar-terminator.dev/v1alpha1',
+    kind: 'ContainerRecreateRequest',
+    metadata: { name, namespace: 'ns', ...(labels ? { labels } : {}) },
+    spec: { podName: 'p', containers: [] },
+  });
+  const rows: Array<[string, ContainerRecreateRequest, string[]]> = [
+    ['our name, our label', crr(`sidecar-termination-${UID}`, { [LABEL_POD_UID]: UID }), [UID]],
+    ['our name, no label (not admitted yet)', crr(`sidecar-termination-${UID}`), [UID]],
+    ['a later attempt: the uid with and without the suffix', crr(`sidecar-termination-${UID}-3`), [`${UID}-3`, UID]],
+    ['our name, a lying label', crr(`sidecar-termination-${UID}`, { [LABEL_POD_UID]: 'other' }), ['other', UID]],
+    ['another name, a label', crr('restart-proxy', { [LABEL_POD_UID]: UID }), [UID]],
+    ['neither', crr('restart-proxy'), []],
+    ['the prefix alone', crr('sidecar-termination-'), []],
+  ];
+  for (const [name, request, want] of rows) {
+    it(name, () => assert.deepEqual(requestPodUids(request), want));
+  }
+});
+
+describe('isOwnRequest', () => {
+  const pod = { uid: UID, nodeName: NODE };
+  const rows: Array<[string, ExistingRequest, typeof pod | { uid: string; nodeName?: string }, boolean]> = [
+    ['our name, this Pod and node', request({ containers: [] }), pod, true],
+    ['a later attempt', request({ attempt: 5, containers: [] }), pod, true],
+    ['another node', request({ containers: [], labels: { nodeName: 'node-2' } }), pod, false],
+    ['another uid', request({ containers: [], labels: { podUid: 'other' } }), pod, false],
+    ['no labels', request({ containers: [], labels: null }), pod, false],
+    ['not our name', request({ name: 'restart', containers: [] }), pod, false],
+    ['a Pod not on a node', request({ containers: [], labels: { nodeName: undefined } }), { uid: UID }, false],
+  ];
+  for (const [name, r, p, want] of rows) {
+    it(name, () => assert.equal(isOwnRequest(r, p), want));
+  }
+});
+
+describe('the request body stays within the API bounds', () => {
+  const pod = projectPod(makePod({ containers: [main('app'), sidecar('proxy')] }));
+  const rows: Array<[string, number | undefined, number, number]> = [
+    ['defaults', undefined, 300, 300],
+    ['grace period above the deadline', 600, 300, 660],
+    ['a grace period of days', 10 * 86_400, 300, MAX_ACTIVE_DEADLINE_SECONDS],
+    ['a deadline option past 2^31 ms', 30, 3_000_000, MAX_ACTIVE_DEADLINE_SECONDS],
+  ];
+  for (const [name, grace, deadline, want] of rows) {
+    it(`deadline: ${name}`, () => {
+      const p = grace === undefined ? pod : { ...pod, terminationGracePeriodSeconds: grace };
+      assert.equal(deadlineFor(p, { ...DEFAULT_OPTIONS, activeDeadlineSeconds: deadline }), want);
+    });
+  }
+
+  it('the TTL never exceeds its maximum', () => {
+    const crr = buildTerminationRequest(pod, ['proxy'], 1, { ...DEFAULT_OPTIONS, ttlSecondsAfterFinished: 10 * MAX_TTL_SECONDS_AFTER_FINISHED });
+    assert.equal(crr.spec.ttlSecondsAfterFinished, MAX_TTL_SECONDS_AFTER_FINISHED);
+  });
+
+  it('never more containers than a request holds', () => {
+    const many = Array.from({ length: 65 }, (_, i) => `s${i}`);
+    const big = projectPod(makePod({ containers: many.map((n) => sidecar(n)) }));
+    assert.throws(() => buildTerminationRequest(big, many, 1), /1 to 64 containers/);
+    assert.equal(buildTerminationRequest(big, many.slice(0, 64), 1).spec.containers.length, 64);
   });
 });
 
@@ -39,7 +123,12 @@ describe('projectRequest', () => {
   const crr: ContainerRecreateRequest = {
     apiVersion: 'sidecar-terminator.dev/v1alpha1',
     kind: 'ContainerRecreateRequest',
-    metadata: { name: `sidecar-termination-${UID}-3`, namespace: 'ns', creationTimestamp: '2025-01-01T00:00:00Z' },
+    metadata: {
+      name: `sidecar-termination-${UID}-3`,
+      namespace: 'ns',
+      creationTimestamp: '2025-01-01T00:00:00Z',
+      labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE },
+    },
     spec: {
       podName: 'job-pod',
       containers: [
@@ -59,6 +148,8 @@ describe('projectRequest', () => {
     assert.deepEqual(projectRequest(crr, UID), {
       name: `sidecar-termination-${UID}-3`,
       attempt: 3,
+      podUidLabel: UID,
+      nodeNameLabel: NODE,
       phase: 'Completed',
       completed: true,
       message: 'deadline exceeded',

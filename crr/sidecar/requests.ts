@@ -1,5 +1,5 @@
 // The sidecar terminator's ContainerRecreateRequests: naming, the compact view of existing ones, the
-// request body (spec section 3) and the retry backoff.
+// request body and the retry backoff.
 import type {
   ContainerRecreatePhase,
   ContainerRecreateRequest,
@@ -7,7 +7,17 @@ import type {
   CRRContainer,
   CRRPhase,
 } from '../types.ts';
-import { API_VERSION, KIND, LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
+import {
+  API_VERSION,
+  KIND,
+  LABEL_ACTIVE,
+  LABEL_CREATED_BY,
+  LABEL_NODE_NAME,
+  LABEL_POD_UID,
+  MAX_ACTIVE_DEADLINE_SECONDS,
+  MAX_REQUEST_CONTAINERS,
+  MAX_TTL_SECONDS_AFTER_FINISHED,
+} from '../types.ts';
 import { REQUEST_NAME_PREFIX } from './constants.ts';
 import type { PodProjection } from './projection.ts';
 
@@ -22,6 +32,11 @@ export interface SidecarTerminatorOptions {
   /** Delay before attempt 2; doubles for every further attempt. */
   retryBaseDelaySeconds: number;
   retryMaxDelaySeconds: number;
+  /**
+   * How long sidecars that never started (waiting: image pull or config error) are waited for,
+   * counted from when the main containers finished, before the Pod's phase is set without them.
+   */
+  sidecarStartTimeoutSeconds: number;
 }
 
 export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
@@ -29,7 +44,11 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   ttlSecondsAfterFinished: 1800,
   retryBaseDelaySeconds: 10,
   retryMaxDelaySeconds: 300,
+  sidecarStartTimeoutSeconds: 120,
 };
+
+/** The highest attempt number of our names: a larger suffix is not ours, and the next name stays short and valid. */
+export const MAX_REQUEST_ATTEMPTS = 1000;
 
 /** Kubernetes' default terminationGracePeriodSeconds. */
 const DEFAULT_GRACE_SECONDS = 30;
@@ -43,15 +62,39 @@ export function requestName(podUid: string, attempt: number): string {
   return attempt <= 1 ? base : `${base}-${attempt}`;
 }
 
-/** The attempt number of one of our requests for this Pod, or undefined for any other name. */
+/**
+ * The attempt number a request's name stands for, for this Pod, or undefined for any other name. A
+ * name is not proof that a request is ours: see isOwnRequest.
+ */
 export function requestAttempt(podUid: string, name: string): number | undefined {
   const base = `${REQUEST_NAME_PREFIX}${podUid}`;
   if (name === base) return 1;
   if (!name.startsWith(`${base}-`)) return undefined;
   const suffix = name.slice(base.length + 1);
-  if (!/^[1-9][0-9]*$/.test(suffix)) return undefined;
+  // At most four digits: never a number too large to read exactly.
+  if (!/^[1-9][0-9]{0,3}$/.test(suffix)) return undefined;
   const attempt = Number(suffix);
-  return attempt >= 2 ? attempt : undefined;
+  return attempt >= 2 && attempt <= MAX_REQUEST_ATTEMPTS ? attempt : undefined;
+}
+
+/**
+ * Informer index of the controller's requests: the Pod uid of the pod-uid label and the one in the
+ * name (deduplicated). A request whose name is ours but whose labels lie must still be found for
+ * the Pod, so that its name is never taken again.
+ */
+export function requestPodUids(crr: ContainerRecreateRequest): string[] {
+  const uids = new Set<string>();
+  const label = crr.metadata.labels?.[LABEL_POD_UID];
+  if (label) uids.add(label);
+  const name = crr.metadata.name ?? '';
+  if (name.startsWith(REQUEST_NAME_PREFIX)) {
+    const rest = name.slice(REQUEST_NAME_PREFIX.length);
+    if (rest) uids.add(rest);
+    // `<uid>-<n>`: a uid may itself end in `-<digits>`, so both readings are indexed.
+    const numbered = /^(.+)-([1-9][0-9]{0,3})$/.exec(rest);
+    if (numbered?.[1] && requestAttempt(numbered[1], name) !== undefined) uids.add(numbered[1]);
+  }
+  return [...uids];
 }
 
 export interface ExistingRequestContainer {
@@ -63,8 +106,11 @@ export interface ExistingRequestContainer {
 /** What decide() reads of an existing request for the Pod. */
 export interface ExistingRequest {
   name: string;
-  /** Set only for the sidecar terminator's own requests (see requestAttempt). */
+  /** Set when the name is one of ours for the Pod (see requestAttempt); the labels decide whether it is. */
   attempt?: number;
+  /** The pod-uid and node-name labels, as the request carries them. */
+  podUidLabel?: string;
+  nodeNameLabel?: string;
   phase: CRRPhase;
   completed: boolean;
   message?: string;
@@ -80,9 +126,13 @@ export function projectRequest(crr: ContainerRecreateRequest, podUid: string): E
   const attempt = requestAttempt(podUid, name);
   const creationTimeMs = toMs(crr.metadata.creationTimestamp);
   const completionTimeMs = toMs(crr.status?.completionTime);
+  const podUidLabel = crr.metadata.labels?.[LABEL_POD_UID];
+  const nodeNameLabel = crr.metadata.labels?.[LABEL_NODE_NAME];
   return {
     name,
     ...(attempt !== undefined ? { attempt } : {}),
+    ...(podUidLabel !== undefined ? { podUidLabel } : {}),
+    ...(nodeNameLabel !== undefined ? { nodeNameLabel } : {}),
     phase,
     completed: phase === 'Completed',
     ...(crr.status?.message ? { message: crr.status.message } : {}),
@@ -90,6 +140,20 @@ export function projectRequest(crr: ContainerRecreateRequest, podUid: string): E
     ...(completionTimeMs !== undefined ? { completionTimeMs } : {}),
     containers: crr.spec.containers.map((c) => projectRequestContainer(c, states)),
   };
+}
+
+/**
+ * One of ours for this Pod: a name of ours, and labels naming this very Pod and its node. Anyone who
+ * may create requests can take our names; one with other labels is never counted as ours (its name
+ * is skipped, see decide).
+ */
+export function isOwnRequest(request: ExistingRequest, pod: Pick<PodProjection, 'uid' | 'nodeName'>): boolean {
+  return (
+    requestAttempt(pod.uid, request.name) !== undefined &&
+    pod.nodeName !== undefined &&
+    request.podUidLabel === pod.uid &&
+    request.nodeNameLabel === pod.nodeName
+  );
 }
 
 function projectRequestContainer(container: CRRContainer, states: readonly ContainerRecreateState[]): ExistingRequestContainer {
@@ -115,8 +179,9 @@ export function retryDelaySeconds(attempt: number, options: SidecarTerminatorOpt
 }
 
 /**
- * The request body that stops `containers` of the Pod (spec section 3). Every named container must
- * have a containerID in the Pod status: the statusContext pins the request to that container.
+ * The request body that stops `containers` of the Pod. Every named container must have a
+ * containerID in the Pod status (the statusContext pins the request to that container), and there
+ * are at most MAX_REQUEST_CONTAINERS of them.
  */
 export function buildTerminationRequest(
   pod: PodProjection,
@@ -124,6 +189,9 @@ export function buildTerminationRequest(
   attempt: number,
   options: SidecarTerminatorOptions = DEFAULT_OPTIONS,
 ): ContainerRecreateRequest {
+  if (containers.length === 0 || containers.length > MAX_REQUEST_CONTAINERS) {
+    throw new Error(`a request holds 1 to ${MAX_REQUEST_CONTAINERS} containers, not ${containers.length}`);
+  }
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -141,7 +209,7 @@ export function buildTerminationRequest(
       containers: containers.map((name) => ({ name, statusContext: statusContextOf(pod, name) })),
       strategy: { forceRecreate: true, failurePolicy: 'Ignore' },
       activeDeadlineSeconds: deadlineFor(pod, options),
-      ttlSecondsAfterFinished: options.ttlSecondsAfterFinished,
+      ttlSecondsAfterFinished: Math.min(MAX_TTL_SECONDS_AFTER_FINISHED, options.ttlSecondsAfterFinished),
     },
   };
 }
@@ -154,8 +222,12 @@ function statusContextOf(pod: PodProjection, container: string): { containerID: 
   return { containerID: status.containerID, restartCount: status.restartCount };
 }
 
-/** Never let the deadline cut a graceful stop short: the Pod's grace period plus a margin at least. */
-function deadlineFor(pod: PodProjection, options: SidecarTerminatorOptions): number {
+/**
+ * Never let the deadline cut a graceful stop short: the Pod's grace period plus a margin at least;
+ * but never above the API's maximum, which a grace period of days would pass (and get a 422).
+ */
+export function deadlineFor(pod: PodProjection, options: SidecarTerminatorOptions): number {
   const grace = pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS;
-  return Math.max(MIN_DEADLINE_SECONDS, options.activeDeadlineSeconds, grace + DEADLINE_MARGIN_SECONDS);
+  const wanted = Math.max(MIN_DEADLINE_SECONDS, options.activeDeadlineSeconds, grace + DEADLINE_MARGIN_SECONDS);
+  return Math.min(MAX_ACTIVE_DEADLINE_SECONDS, wanted);
 }

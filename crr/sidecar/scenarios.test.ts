@@ -60,7 +60,7 @@ describe('section 7 scenarios (rules level)', () => {
   it('main exits before the sidecar has started: waited for, stopped once it has', () => {
     const notStarted = makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'waiting', [], { id: null })] });
     const started = makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running')] });
-    assert.equal(expectKind(decideFor(notStarted), 'wait').reason, 'containerIds');
+    assert.equal(expectKind(decideFor(notStarted), 'wait').reason, 'sidecarNotStarted');
     assert.equal(decideFor(started).kind, 'createRequest');
   });
 });

@@ -15,6 +15,8 @@ export const NAMESPACE = 'sidecar-terminator';
 export const AGENT = 'sidecar-terminator-agent';
 export const CONTROLLER = 'sidecar-terminator-controller';
 const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
+/** The controller's wait for a sidecar that never starts, shortened for tests (shipped: 120 s). */
+export const TEST_SIDECAR_START_TIMEOUT_SECONDS = 15;
 const ROOT = new URL('../..', import.meta.url).pathname;
 
 function ctr(...args: string[]): string {
@@ -36,6 +38,12 @@ function writeOverlay(): string {
   const dir = join(env.clusterDir, 'overlay');
   mkdirSync(dir, { recursive: true });
   const [name, tag] = IMAGE.split(':');
+  // Fast resyncs for tests: appended to the base's flags, which stay as shipped.
+  const resync = (kind: string, target: string) => `  - target: {kind: ${kind}, name: ${target}}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --resync-seconds=5`;
   writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -46,6 +54,8 @@ images:
     newTag: "${tag}"
 patches:
   - path: test-settings.yaml
+${resync('DaemonSet', AGENT)}
+${resync('Deployment', CONTROLLER)}
 `);
   // The cluster's containerd socket lives in its state directory, not the host's /var/run.
   writeFileSync(join(dir, 'test-settings.yaml'), `apiVersion: apps/v1
@@ -59,7 +69,6 @@ spec:
       containers:
         - name: agent
           imagePullPolicy: Never
-          args: [agent, --host-run-dir=/host/var/run, --resync-seconds=5]
       volumes:
         - name: host-run
           hostPath:
@@ -76,7 +85,14 @@ spec:
       containers:
         - name: controller
           imagePullPolicy: Never
-          args: [controller, --resync-seconds=5]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: sidecar-terminator-settings
+  namespace: ${NAMESPACE}
+data:
+  SIDECAR_START_TIMEOUT_SECONDS: "${TEST_SIDECAR_START_TIMEOUT_SECONDS}"
 `);
   return dir;
 }

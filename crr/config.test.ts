@@ -1,0 +1,43 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { CONTROLLER_USAGE, parseControllerConfig } from './config.ts';
+
+describe('parseControllerConfig', () => {
+  it('defaults', () => {
+    const config = parseControllerConfig([], {});
+    assert.equal(config.requestDeadlineSeconds, 300);
+    assert.equal(config.requestTTLSeconds, 600);
+    assert.equal(config.sidecarStartTimeoutSeconds, 120);
+  });
+
+  const accepted: Array<[string[], keyof ReturnType<typeof parseControllerConfig>, number]> = [
+    [['--request-deadline-seconds', '3'], 'requestDeadlineSeconds', 3],
+    [['--request-deadline-seconds', '86400'], 'requestDeadlineSeconds', 86_400],
+    [['--request-ttl-seconds', '604800'], 'requestTTLSeconds', 604_800],
+    [['--sidecar-start-timeout-seconds', '30'], 'sidecarStartTimeoutSeconds', 30],
+    [['--sidecar-start-timeout-seconds', '86400'], 'sidecarStartTimeoutSeconds', 86_400],
+  ];
+  for (const [argv, field, want] of accepted) {
+    it(`accepts ${argv.join(' ')}`, () => assert.equal(parseControllerConfig(argv, {})[field], want));
+  }
+
+  const refused: Array<[string[], RegExp]> = [
+    [['--request-deadline-seconds', '2'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "2"/],
+    [['--request-deadline-seconds', '86401'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "86401"/],
+    [['--request-deadline-seconds', '3000000'], /from 3 to 86400/],
+    [['--request-ttl-seconds', '604801'], /--request-ttl-seconds must be a whole number from 1 to 604800/],
+    [['--request-ttl-seconds', '0'], /--request-ttl-seconds must be a whole number from 1 to 604800/],
+    [['--sidecar-start-timeout-seconds', '0'], /--sidecar-start-timeout-seconds must be a whole number from 1 to 86400/],
+    [['--sidecar-start-timeout-seconds', '86401'], /--sidecar-start-timeout-seconds must be a whole number from 1 to 86400/],
+    [['--sidecar-start-timeout-seconds', '1.5'], /whole number/],
+  ];
+  for (const [argv, error] of refused) {
+    it(`refuses ${argv.join(' ')}`, () => assert.throws(() => parseControllerConfig(argv, {}), error));
+  }
+
+  it('the usage names the new flag and the bounds', () => {
+    assert.match(CONTROLLER_USAGE, /--sidecar-start-timeout-seconds N .*\(default 120\)/s);
+    assert.match(CONTROLLER_USAGE, /--request-deadline-seconds N .*3 to 86400/);
+    assert.match(CONTROLLER_USAGE, /--request-ttl-seconds N .*at most 604800/);
+  });
+});
