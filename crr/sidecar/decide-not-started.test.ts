@@ -20,6 +20,15 @@ const mainDone = (code = 0, finishedAgoMs: number | null = 10_000) => main('app'
 const timeoutMs = DEFAULT_OPTIONS.sidecarStartTimeoutSeconds * 1000;
 
 describe('real node: a sidecar that never started', () => {
+  it('kubelet reports such a Pod Pending: it is handled all the same, and its started sidecars are stopped', () => {
+    const waiting = expectKind(decideFor(makePod({ phase: 'Pending', containers: [mainDone(), unstarted('proxy', 'ErrImageNeverPull')] })), 'wait');
+    assert.equal(waiting.reason, 'sidecarNotStarted');
+    const patched = expectKind(decideFor(makePod({ phase: 'Pending', containers: [mainDone(0, 121_000), unstarted('proxy')] })), 'patchPhase');
+    assert.equal(patched.phase, 'Succeeded');
+    const stopping = expectKind(decideFor(makePod({ phase: 'Pending', containers: [mainDone(), sidecar('log'), unstarted('proxy')] })), 'createRequest');
+    assert.deepEqual(stopping.containers, ['log']);
+  });
+
   it('is waited for until the timeout, counted from when the mains finished, with one Warning', () => {
     const decision = expectKind(decideFor(makePod({ containers: [mainDone(), unstarted('proxy', 'ErrImagePull')] })), 'wait');
     assert.equal(decision.reason, 'sidecarNotStarted');

@@ -70,7 +70,11 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   }
   const classification = classify(pod);
   const events = [...classification.warnings];
-  if (pod.phase === 'Pending') return notHandled('pending', 'Pod is Pending', events);
+  // Kubelet reports Pending while any container has never started, even after the mains are done
+  // (a sidecar's image cannot be pulled): such a Pod is handled, or its Job would hang. A sidecar
+  // that is merely created (it has a container ID) is about to start: wait for it as before.
+  const stuckPending = statusesComplete(pod) && mainsDone(pod, classification.mains) && classification.sidecars.some((s) => neverCreated(pod, s.name));
+  if (pod.phase === 'Pending' && !stuckPending) return notHandled('pending', 'Pod is Pending', events);
   if (classification.sidecars.length === 0) return notHandled('noSidecar', 'no sidecar container', events);
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {
@@ -96,6 +100,11 @@ function statusOf(pod: PodProjection, name: string): ContainerStatusProjection |
 
 function isTerminated(pod: PodProjection, name: string): boolean {
   return statusOf(pod, name)?.state.kind === 'terminated';
+}
+
+function neverCreated(pod: PodProjection, name: string): boolean {
+  const status = statusOf(pod, name);
+  return status?.state.kind === 'waiting' && !status.containerID;
 }
 
 function statusesComplete(pod: PodProjection): boolean {
