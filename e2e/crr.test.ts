@@ -4,9 +4,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest, CRRSpec } from '../crr/types.ts';
+import type { CRRSpec } from '../crr/types.ts';
 import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
-import { apiStatus, clients, clusterEnv } from './support/cluster.ts';
+import { clients, clusterEnv } from './support/cluster.ts';
+import * as jobs from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { agentPod, crash, deployProject, scrapePod } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -48,21 +49,8 @@ async function createRequest(name: string, spec: CRRSpec): Promise<void> {
   });
 }
 
-async function readRequest(name: string): Promise<ContainerRecreateRequest | undefined> {
-  try {
-    return (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name })) as ContainerRecreateRequest;
-  } catch (err) {
-    if (apiStatus(err) === 404) return undefined;
-    throw err;
-  }
-}
-
-function completed(name: string, timeoutMs = 60_000): Promise<ContainerRecreateRequest> {
-  return waitFor(async () => {
-    const r = await readRequest(name);
-    return r?.status?.phase === 'Completed' ? r : undefined;
-  }, { description: `request ${name} Completed`, timeoutMs });
-}
+const readRequest = (name: string) => jobs.readRequest(namespace, name);
+const completed = (name: string, timeoutMs?: number) => jobs.completedRequest(namespace, name, timeoutMs);
 
 async function podEvents(pod: string): Promise<string[]> {
   const list = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${pod}` });

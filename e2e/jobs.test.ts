@@ -94,6 +94,12 @@ describe('Job sidecar termination on the local cluster', () => {
     assert.equal(terminated(pod, 'main').exitCode, 0);
     const ev = await podEvents(pod);
     assert.ok(ev.some((e) => e.startsWith('Warning')), `a Warning says the restart loop was ended:\n${ev.join('\n')}`);
+    // Once the Pod is terminal: no new request, none left waiting, no "still running" retry Warning.
+    await waitFor(async () => (await requestsFor(pod)).every((r) => r.status?.phase === 'Completed'), { description: 'no request left waiting', timeoutMs: 30_000 });
+    await sleep(5_000);
+    const requests = await requestsFor(pod);
+    assert.equal(requests.length, 1, requests.map((r) => r.metadata.name).join(', '));
+    assert.ok(!(await podEvents(pod)).some((e) => e.includes('RetryingSidecarTermination')));
   });
 
   it('Never, sidecar ignores SIGTERM, ignore-exit-code: Job Complete', async () => {
@@ -110,7 +116,9 @@ describe('Job sidecar termination on the local cluster', () => {
     await waitFor(async () => {
       const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
       return containerStatus(p, 'proxy')?.state?.terminated;
-    }, { description: 'kubelet stops the ignore-exit-code sidecar', timeoutMs: 30_000 });
+    // A terminal Pod gets no new request: kubelet stops what is left at its next sync of the Pod
+    // (its periodic resync, about a minute).
+    }, { description: 'kubelet stops the ignore-exit-code sidecar', timeoutMs: 120_000 });
   });
 
   it('two mains and three sidecars, one already exited: only the running ones are stopped', async () => {

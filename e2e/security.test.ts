@@ -7,7 +7,6 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import * as k8s from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
 import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
 import { apiAs, requestsPath } from './support/api-as.ts';
 import type { ApiAnswer, Caller } from './support/api-as.ts';
@@ -55,21 +54,8 @@ async function created(caller: Caller, body: object): Promise<void> {
   assert.equal(answer.status, 201, `create: ${answer.status} ${answer.body.message ?? ''}`);
 }
 
-async function readRequest(name: string): Promise<ContainerRecreateRequest | undefined> {
-  try {
-    return (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: attackerNs, name })) as ContainerRecreateRequest;
-  } catch (err) {
-    if (apiStatus(err) === 404) return undefined;
-    throw err;
-  }
-}
-
-function completed(name: string, timeoutMs = 60_000): Promise<ContainerRecreateRequest> {
-  return waitFor(async () => {
-    const r = await readRequest(name);
-    return r?.status?.phase === 'Completed' ? r : undefined;
-  }, { description: `request ${name} Completed`, timeoutMs });
-}
+const readRequest = (name: string) => jobs.readRequest(attackerNs, name);
+const completed = (name: string, timeoutMs?: number) => jobs.completedRequest(attackerNs, name, timeoutMs);
 
 function logs(namespace: string, pod: string, name: string): string {
   try {

@@ -424,43 +424,36 @@ function mainsFinishedAtMs(pod: PodProjection, mains: readonly string[]): number
 
 function notStartedPatch(facts: Facts, unstarted: readonly Sidecar[]): Decision {
   const names = unstarted.map((s) => s.name);
-  const failedSidecars = failedCountingSidecars(facts);
-  const text = (phase: string): string =>
-    `Phase set to ${phase} by sidecar-terminator: the main containers are done` +
-    `${allMainsSucceeded(facts.pod) ? ' with exit code 0' : ', not all with exit code 0'}` +
-    (failedSidecars.length > 0 ? `, sidecar${plural(failedSidecars)} ${quoteList(failedSidecars)} exited non-zero` : '') +
+  // As for ignore-exit-code: a sidecar that never ran neither fails nor succeeds the Pod.
+  return phaseFromMains(facts, 'sidecarNotStarted',
     `, and sidecar${plural(names)} ${describeWaiting(facts.pod, unstarted)} had not started ` +
-    `${facts.options.sidecarStartTimeoutSeconds}s after they finished, with no other sidecar left to stop. ` +
-    'Kubelet stops the remaining containers.';
-  return phasePatch(facts.pod, {
-    cause: 'sidecarNotStarted',
-    // As for ignore-exit-code: a sidecar that never ran neither fails nor succeeds the Pod.
-    wanted: failedSidecars.length > 0 ? 'Failed' : 'Succeeded',
-    conditionMessage: text,
-    event: (phase) => normal(EVENT_REASONS.phaseSet, `${EVENT_REASONS.phaseSet}/sidecarNotStarted`, text(phase)),
-    nowMs: facts.context.nowMs,
-    events: facts.events,
-  });
+    `${facts.options.sidecarStartTimeoutSeconds}s after they finished, with no other sidecar left to stop.`);
 }
 
 // ---- exit codes and the phase ----
 
 function ignoreExitCodePatch(facts: Facts, ignoring: readonly Sidecar[]): Decision {
   const names = ignoring.map((s) => s.name);
+  return phaseFromMains(facts, 'ignoreExitCode',
+    ` and every other sidecar has stopped; the exit code of ignore-exit-code sidecar${plural(names)} ` +
+    `${quoteList(names)} does not count.`);
+}
+
+/** The Pod's phase from its main containers and the sidecars whose exit code counts, through the guard. */
+function phaseFromMains(facts: Facts, cause: 'ignoreExitCode' | 'sidecarNotStarted', why: string): Decision {
   const failedSidecars = failedCountingSidecars(facts);
   const text = (phase: string): string =>
     `Phase set to ${phase} by sidecar-terminator: the main containers are done` +
     `${allMainsSucceeded(facts.pod) ? ' with exit code 0' : ', not all with exit code 0'}` +
     (failedSidecars.length > 0 ? `, sidecar${plural(failedSidecars)} ${quoteList(failedSidecars)} exited non-zero` : '') +
-    ` and every other sidecar has stopped; the exit code of ignore-exit-code sidecar${plural(names)} ` +
-    `${quoteList(names)} does not count. Kubelet stops the remaining containers.`;
+    `${why} Kubelet stops the remaining containers.`;
   return phasePatch(facts.pod, {
-    cause: 'ignoreExitCode',
-    // Only the ignore-exit-code sidecars' codes are ignored: under Never, another sidecar's failure
-    // fails the Pod as kubelet would have. (OnFailure restarts such a sidecar: see restartLoop.)
+    cause,
+    // Only these sidecars' codes are ignored: under Never, another sidecar's failure fails the Pod
+    // as kubelet would have. (OnFailure restarts such a sidecar: see restartLoop.)
     wanted: failedSidecars.length > 0 ? 'Failed' : 'Succeeded',
     conditionMessage: text,
-    event: (phase) => normal(EVENT_REASONS.phaseSet, `${EVENT_REASONS.phaseSet}/ignoreExitCode`, text(phase)),
+    event: (phase) => normal(EVENT_REASONS.phaseSet, `${EVENT_REASONS.phaseSet}/${cause}`, text(phase)),
     nowMs: facts.context.nowMs,
     events: facts.events,
   });

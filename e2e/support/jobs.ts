@@ -3,7 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1Job, V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../../crr/types.ts';
 import { GROUP, PLURAL, VERSION } from '../../crr/types.ts';
-import { clients, clusterEnv } from './cluster.ts';
+import { apiStatus, clients, clusterEnv } from './cluster.ts';
 import { waitFor } from './wait.ts';
 import { containerStatus, jobCondition, jobPods, toDate } from './workloads.ts';
 
@@ -75,6 +75,25 @@ export async function requestsFor(pod: V1Pod): Promise<ContainerRecreateRequest[
     labelSelector: `crr.sidecar-terminator.dev/pod-uid=${pod.metadata!.uid}`,
   })) as { items: ContainerRecreateRequest[] };
   return list.items;
+}
+
+/** A request by name, or undefined when there is none. */
+export async function readRequest(namespace: string, name: string): Promise<ContainerRecreateRequest | undefined> {
+  const custom = clients().kc.makeApiClient(k8s.CustomObjectsApi);
+  try {
+    return (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name })) as ContainerRecreateRequest;
+  } catch (err) {
+    if (apiStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+/** The request once its phase is Completed. */
+export function completedRequest(namespace: string, name: string, timeoutMs = 60_000): Promise<ContainerRecreateRequest> {
+  return waitFor(async () => {
+    const r = await readRequest(namespace, name);
+    return r?.status?.phase === 'Completed' ? r : undefined;
+  }, { description: `request ${name} Completed`, timeoutMs });
 }
 
 export async function podEvents(pod: V1Pod): Promise<string[]> {
