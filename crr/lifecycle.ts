@@ -11,7 +11,8 @@ export const AGENT_PICKUP_TIMEOUT_MS = 60_000;
 export type LifecycleAction =
   | { kind: 'none'; requeueAfterMs?: number }
   | { kind: 'admit'; labels: Record<string, string>; containers: CRRContainer[] }
-  | { kind: 'complete'; message: string }
+  /** `refused`: the request does not match its Pod and was never executed. */
+  | { kind: 'complete'; message: string; refused?: true }
   | { kind: 'deactivate' }
   | { kind: 'delete' };
 
@@ -28,7 +29,7 @@ export function decideLifecycle(crr: ContainerRecreateRequest, pod: V1Pod | unde
   if (isCompleted(crr)) return afterCompletion(crr, nowMs);
   if (!pod) return { kind: 'complete', message: missingPodMessage(crr) };
   const mismatch = mismatchWithPod(crr, pod);
-  if (mismatch) return { kind: 'complete', message: mismatch };
+  if (mismatch) return { kind: 'complete', message: mismatch, refused: true };
   if (needsAdmission(crr)) return admit(crr, pod);
   return whileActive(crr, nowMs);
 }

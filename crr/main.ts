@@ -124,8 +124,9 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
     log,
   });
 
+  const events = new EventRecorder(client, 'sidecar-terminator', log);
   const requestsController = new RequestsController({
-    client, log,
+    client, log, events,
     cachedRequest: (namespace, name) => requests.get(`${namespace}/${name}`),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
@@ -134,7 +135,7 @@ function startLoops(client: KubeClient, config: ControllerConfig, metrics: Contr
     cachedPod: (key) => pods.get(key),
     requestsForPod: (namespace, uid) => requests.byIndex(uid).filter((r) => r.metadata.namespace === namespace),
     nodeKind: async (name) => nodes.get(name) ?? nodeKindOf(await client.get<V1Node>(resourcePath('v1', 'nodes', undefined, name))),
-    events: new EventRecorder(client, 'sidecar-terminator', log),
+    events,
     options: {
       ...DEFAULT_OPTIONS,
       activeDeadlineSeconds: config.requestDeadlineSeconds,

@@ -6,22 +6,29 @@ import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import { statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
+import type { EventRecorder } from '../common/events.ts';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
+import { EVENT_REASONS } from './sidecar/constants.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest, CRRStatus } from './types.ts';
 import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from './types.ts';
 
 export interface RequestsControllerDeps {
   client: KubeClient;
+  events: EventRecorder;
   cachedRequest: (namespace: string, name: string) => ContainerRecreateRequest | undefined;
   log: Logger;
   onAction?: (action: string) => void;
   now?: () => number;
 }
 
+/** Pods told about a refused request, remembered so each gets one Warning: bounded, oldest forgotten. */
+const MAX_REFUSAL_PODS = 10_000;
+
 export class RequestsController {
   private readonly deps: RequestsControllerDeps;
   private readonly now: () => number;
+  private readonly refusalTold = new Set<string>();
 
   constructor(deps: RequestsControllerDeps) {
     this.deps = deps;
@@ -41,7 +48,7 @@ export class RequestsController {
       return;
     }
     const action = decideLifecycle(crr, pod, this.now());
-    await this.apply(crr, action);
+    await this.apply(crr, action, pod);
     return action.kind === 'none' && action.requeueAfterMs !== undefined ? { requeueAfterMs: action.requeueAfterMs } : undefined;
   }
 
@@ -54,7 +61,16 @@ export class RequestsController {
     }
   }
 
-  private async apply(crr: ContainerRecreateRequest, action: LifecycleAction): Promise<void> {
+  /** One Warning per Pod, however many requests that do not match it are made. */
+  private warnRefused(crr: ContainerRecreateRequest, pod: V1Pod, message: string): void {
+    const ref = { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' };
+    if (this.refusalTold.has(ref.uid)) return;
+    this.refusalTold.add(ref.uid);
+    if (this.refusalTold.size > MAX_REFUSAL_PODS) this.refusalTold.delete(this.refusalTold.values().next().value as string);
+    this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `ContainerRecreateRequest ${crr.metadata.name}: ${message}` });
+  }
+
+  private async apply(crr: ContainerRecreateRequest, action: LifecycleAction, pod: V1Pod | undefined): Promise<void> {
     if (action.kind === 'none') return;
     const ref = `${crr.metadata.namespace}/${crr.metadata.name}`;
     this.deps.onAction?.(action.kind);
@@ -68,6 +84,7 @@ export class RequestsController {
         const status: CRRStatus = { phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: action.message, containerRecreateStates: states };
         await this.deps.client.patch(this.path(crr, 'status'), { metadata: { resourceVersion: crr.metadata.resourceVersion }, status }, 'merge');
         this.deps.log.info('request completed', { request: ref, message: action.message });
+        if (action.refused && pod) this.warnRefused(crr, pod, action.message);
         return;
       }
       case 'deactivate':
