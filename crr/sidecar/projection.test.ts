@@ -17,6 +17,8 @@ const fromSecret = { secretKeyRef: { name: 's', key: 'k' } };
 describe('readMarkers: env markers, literal values only', () => {
   const cases: Array<{ name: string; env: V1EnvVar[]; want: ReturnType<typeof readMarkers> }> = [
     { name: 'no env', env: [], want: { whenJobExit: false, ignoreExitCode: false } },
+    { name: 'an image of 1024 characters is kept', env: [{ name: ENV_TERMINATE_WITH_IMAGE, value: 'i'.repeat(1024) }], want: { whenJobExit: false, withImage: 'i'.repeat(1024), ignoreExitCode: false } },
+    { name: 'a longer value is no image reference: not kept', env: [{ name: ENV_TERMINATE_WITH_IMAGE, value: 'i'.repeat(100_000) }], want: { whenJobExit: false, ignoreExitCode: false } },
     { name: 'true', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'true' }], want: { whenJobExit: true, ignoreExitCode: false } },
     { name: 'TRUE', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'TRUE' }], want: { whenJobExit: true, ignoreExitCode: false } },
     { name: 'tRuE', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'tRuE' }], want: { whenJobExit: true, ignoreExitCode: false } },

@@ -13,7 +13,7 @@ import {
 export interface EnvMarkers {
   /** ENV_TERMINATE_WHEN_JOB_EXIT is `true` in any letter case. */
   whenJobExit: boolean;
-  /** ENV_TERMINATE_WITH_IMAGE, trimmed; absent when empty. */
+  /** ENV_TERMINATE_WITH_IMAGE, trimmed; absent when empty or longer than any image reference. */
   withImage?: string;
   /** ENV_IGNORE_EXIT_CODE is `true`; whether it counts is classify's business. */
   ignoreExitCode: boolean;
@@ -170,9 +170,13 @@ function projectContainer(container: V1Container): ContainerProjection {
   return { name: container.name, image: container.image ?? '', markers: readMarkers(container.env ?? []) };
 }
 
+/** Longer than any image reference (name ≤ 255, tag ≤ 128, digest): not kept, not swapped in. */
+export const MAX_IMAGE_REFERENCE_LENGTH = 1024;
+
 export function readMarkers(env: readonly V1EnvVar[]): EnvMarkers {
   const whenJobExit = literalEnv(env, ENV_TERMINATE_WHEN_JOB_EXIT);
-  const withImage = literalEnv(env, ENV_TERMINATE_WITH_IMAGE)?.trim();
+  const image = literalEnv(env, ENV_TERMINATE_WITH_IMAGE)?.trim();
+  const withImage = image && image.length <= MAX_IMAGE_REFERENCE_LENGTH ? image : undefined;
   const ignoreExitCode = literalEnv(env, ENV_IGNORE_EXIT_CODE);
   return {
     whenJobExit: isTrue(whenJobExit),
