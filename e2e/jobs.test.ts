@@ -1,5 +1,5 @@
 // The Job sidecar terminator end to end: real Jobs on the local cluster with the controller and the
-// agent running, one test per scenario of the spec (section 7). Each prints its timeline.
+// agent running, one test per scenario S1–S10 of docs/design.md. Each prints its timeline.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

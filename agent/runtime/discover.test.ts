@@ -52,7 +52,7 @@ describe('discoverRuntimes', () => {
     await new Promise<void>((resolve) => server.listen(path, resolve));
   }
 
-  it('lists the socket paths of crr.md in order', () => {
+  it('lists the socket paths of R43 (docs/design.md) in order', () => {
     assert.deepEqual(CRI_SOCKETS, [
       'containerd/containerd.sock',
       'containerd.sock',

@@ -1,4 +1,4 @@
-// Finds the node's container runtime(s) under the host's /var/run (crr.md, "Runtime sockets"), or
+// Finds the node's container runtime(s) under the host's /var/run (rule R43, docs/design.md), or
 // uses the socket named by a flag, and picks the runtime for a "<runtime>://<id>" container ID.
 import { stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';

@@ -16,7 +16,7 @@ import { parseNameList, projectPod } from './projection.ts';
 const classifyOne = (env: V1EnvVar[], annotations: Record<string, string> = {}) =>
   classify(projectPod(makePod({ containers: [{ name: 'c', env }, main('app')], annotations })));
 
-describe('classify: section 1 table, one container', () => {
+describe('classify: R1–R3 marker table (docs/design.md), one container', () => {
   const rows: Array<{ row: string; env: V1EnvVar[]; annotations?: Record<string, string>; want: Sidecar | undefined }> = [
     { row: 'no marker: main', env: [], want: undefined },
     { row: 'WHEN_JOB_EXIT=true', env: [WHEN_JOB_EXIT], want: { name: 'c', viaRequest: true, ignoreExitCode: false } },

@@ -1,4 +1,4 @@
-// Section 2: when a Pod is handled, and when its main containers are done.
+// Rules R6–R9 (docs/design.md): when a Pod is handled, and when its main containers are done.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from './constants.ts';
@@ -6,7 +6,7 @@ import type { NotHandledReason } from './decision.ts';
 import type { PodSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';
 
-describe('section 2: Pods that are not handled', () => {
+describe('R6–R7: Pods that are not handled', () => {
   const rows: Array<{ name: string; pod: PodSpec; reason: NotHandledReason }> = [
     { name: 'deleting', pod: { deleting: true, containers: [main('app', exited(0)), sidecar('proxy')] }, reason: 'deleting' },
     { name: 'Pending', pod: { phase: 'Pending', containers: [main('app', 'waiting'), sidecar('proxy', 'waiting')] }, reason: 'pending' },
@@ -72,7 +72,7 @@ describe('section 2: Pods that are not handled', () => {
   }
 });
 
-describe('section 2: Pods whose mains are done', () => {
+describe('R7–R9: Pods whose mains are done', () => {
   const rows: Array<{ name: string; pod: PodSpec }> = [
     { name: 'Never, main exited 0', pod: { containers: [main('app', exited(0)), sidecar('proxy')] } },
     { name: 'Never, main failed: done (a failed main releases its sidecars)', pod: { containers: [main('app', exited(1)), sidecar('proxy')] } },

@@ -1,4 +1,4 @@
-// Section 3: real nodes, stopping sidecars through ContainerRecreateRequests.
+// Rules R10–R14 (docs/design.md): real nodes, stopping sidecars through ContainerRecreateRequests.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../types.ts';
@@ -22,7 +22,7 @@ import { buildTerminationRequest, DEFAULT_OPTIONS, requestName } from './request
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 
-describe('section 3: creating the request', () => {
+describe('R10–R13: creating the request', () => {
   it('creates sidecar-termination-<uid> for the running sidecar, with a Normal event naming both', () => {
     const decision = expectKind(decideFor(done(sidecar('proxy'))), 'createRequest');
     assert.equal(decision.attempt, 1);
@@ -117,7 +117,7 @@ describe('section 3: creating the request', () => {
   });
 });
 
-describe('section 3: retries', () => {
+describe('R11, R14: retries', () => {
   const stillRunning = done(sidecar('proxy'));
   const failedFirst = request({ attempt: 1, containers: ['proxy'], message: 'agent did not pick it up', completedAgoMs: 1_000 });
 
@@ -204,7 +204,7 @@ describe('section 3: retries', () => {
   });
 });
 
-describe('section 3: the request body', () => {
+describe('R12: the request body', () => {
   const pod = projectPod(
     makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [], { restarts: 2 }), sidecar('log', 'running', [], { id: 'docker://abc' })] }),
   );

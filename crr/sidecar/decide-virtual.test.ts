@@ -1,4 +1,4 @@
-// Section 4: virtual nodes, stopping sidecars by swapping their image.
+// Rules R20–R21 (docs/design.md): virtual nodes, stopping sidecars by swapping their image.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from './constants.ts';
@@ -6,7 +6,7 @@ import { decideFor, exited, expectKind, imageSidecar, main, makePod, reasons, si
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 
-describe('section 4: virtual nodes', () => {
+describe('R20–R21: virtual nodes', () => {
   it('swaps the image of each image sidecar not yet terminated, in one update, with one Normal event', () => {
     const pod = done(imageSidecar('a', 'exit0:1'), imageSidecar('b', 'exit0:2'), imageSidecar('c', 'exit0:3', exited(0)));
     const decision = expectKind(decideFor(pod, 'virtual'), 'swapImages');

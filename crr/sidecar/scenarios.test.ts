@@ -1,10 +1,11 @@
-// Section 7's scenarios, at the level of the rules: the sequence of decisions as the Pod moves on.
+// The scenarios S1–S10 of docs/design.md (S4 is in decide-exit-codes.test.ts), at the level of the
+// rules: the sequence of decisions as the Pod moves on.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_SIDECARS } from './constants.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, request, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';
 
-describe('section 7 scenarios (rules level)', () => {
+describe('scenarios of docs/design.md (rules level)', () => {
   it('Never, main exits 0, sidecar exits 0 on SIGTERM: request, then nothing left to do', () => {
     assert.equal(decideFor(makePod({ containers: [main('app', 'running'), sidecar('proxy')] })).kind, 'notHandled');
     const created = expectKind(decideFor(makePod({ containers: [main('app', exited(0)), sidecar('proxy')] })), 'createRequest');
