@@ -4,7 +4,8 @@ import type { ContainerRecreateRequest } from '../crr/types.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../crr/types.ts';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
-import { KubeClient } from '../common/kube/client.ts';
+import { KubeClient, userAgentFor } from '../common/kube/client.ts';
+import { VERSION } from '../common/version.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage, statusCode } from '../common/log.ts';
@@ -46,7 +47,7 @@ export const STOP_DRAIN_MS = 20_000;
 
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
   const log = createLogger('agent').child({ node: config.nodeName });
-  const client = new KubeClient(loadKubeConfig(config.kubeconfig));
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('agent', VERSION) });
   const metrics = createAgentMetrics(() => queue.depth());
   const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => exits.containerExited(runtime, id, exitCode, exitedAtMs));
 
@@ -57,6 +58,9 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     client,
     path: requestPath(),
     labelSelector: requestSelector,
+    // One node's requests and Pods: listed from the API server's cache, not etcd (a fleet of agents
+    // restarting at once). Safe: every write from this state is a compare-and-swap on resourceVersion.
+    smallCollection: true,
     project: (r) => r,
     indexBy: podUidIndex,
     onChange: (_key, r) => r?.spec?.podName && enqueue(podKey(r.metadata.namespace!, r.spec.podName)),
@@ -70,6 +74,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     client,
     path: podPath(),
     fieldSelector: podSelector,
+    smallCollection: true,
     project: projectCachedPod,
     // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
     indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),

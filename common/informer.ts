@@ -2,7 +2,33 @@
 // object, so that watching every Pod of a large cluster stays small. Lists in pages, resumes the
 // watch from the last resource version (bookmarks keep it fresh), re-lists after 410 Gone, and backs
 // off on errors without ever giving up.
-import type { KubeClient, WatchEvent } from './kube/client.ts';
+//
+// Where lists are served from. A list without resourceVersion is a consistent read: before
+// Kubernetes 1.31 (ConsistentListFromCache) it goes to etcd, which cannot filter by field or label,
+// so an agent's "Pods on my node" list makes etcd read every Pod of the cluster. When an API server
+// restarts, every watch on it ends, the new server's watch cache no longer holds our resource
+// versions, and every informer of every agent gets 410 Gone and re-lists at once: thousands of such
+// lists must not all reach etcd. So a re-list asks for data not older than what this informer has
+// already seen (resourceVersion=<newest seen>, resourceVersionMatch=NotOlderThan), which the API
+// server may answer from its watch cache:
+// - Safe: the answer is at least as new as everything already applied (the cache waits until it
+//   has caught up, or answers 504 and we fall back to a consistent read), so the informer never
+//   goes back in time, and it watches from the list's own resourceVersion, so no change between the
+//   list and the watch is missed.
+// - Pages: older API servers serve such a list from the watch cache only without `limit` (with one
+//   it is an etcd read; newer ones page from the cache too). So the limit is left out when the
+//   previous list fit in one page anyway (one node's Pods or requests: the herd above), and kept
+//   when it did not (every Pod of the cluster, in the controller), where one unpaged answer could
+//   be hundreds of MB at once and the single controller's paged read from etcd is the lesser cost.
+// - resourceVersion=0 ("any version": the watch cache's current, possibly stale, state) is used
+//   only for an informer's first list, and only for collections declared small: the watch cache
+//   ignores `limit` for it (the whole collection comes in one response), and a stale answer is
+//   harmless only when nothing has been seen yet: the watch then catches it up, and what this
+//   project writes from cached state is a compare-and-swap on resourceVersion, a create by a fixed
+//   name, or a delete with a uid precondition.
+// - A continue page carries only its token (the token pins the version; a resourceVersion next to
+//   it is invalid).
+import type { KubeClient, Query, WatchEvent } from './kube/client.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
@@ -30,7 +56,15 @@ export interface InformerOptions<T extends ObjectMeta, P> {
   onRestart?: () => void;
   log: Logger;
   pageSize?: number;
+  /**
+   * The collection is small whatever the cluster's size (one node's Pods or requests): the first
+   * list then asks for resourceVersion=0 and is served from the API server's watch cache (which
+   * ignores the page size). Leave unset for collections that may be large.
+   */
+  smallCollection?: boolean;
 }
+
+const DEFAULT_PAGE_SIZE = 500;
 
 const MAX_BACKOFF_MS = 30_000;
 
@@ -50,7 +84,12 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
   private readonly index = new Map<string, Set<string>>();
   private readonly indexed = new Map<string, readonly string[]>();
   private readonly o: InformerOptions<T, P>;
+  /** Where the watch resumes; empty: list first. */
   private resourceVersion = '';
+  /** The newest resource version applied (kept across 410 Gone): a re-list is never older. */
+  private newestSeen = '';
+  /** How many objects the last complete list had; undefined before the first. */
+  private lastListSize: number | undefined;
   private synced = false;
   private stopped = false;
   private backoffMs = 500;
@@ -126,21 +165,47 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     const seen = new Set<string>();
     let token: string | undefined;
     let version = '';
-    do {
-      const page = await this.o.client.get<ListPage<T>>(this.o.path, { ...this.selectors(), limit: this.o.pageSize ?? 500, continue: token });
-      for (const obj of page.items) {
-        const key = objectKey(obj);
-        seen.add(key);
-        this.apply(key, obj);
-      }
-      token = page.metadata?.continue || undefined;
-      version = page.metadata?.resourceVersion ?? version;
-    } while (token);
+    let query = this.firstPageQuery();
+    try {
+      do {
+        const page = await this.o.client.get<ListPage<T>>(this.o.path, query);
+        for (const obj of page.items) {
+          const key = objectKey(obj);
+          seen.add(key);
+          this.apply(key, obj);
+        }
+        token = page.metadata?.continue || undefined;
+        version = page.metadata?.resourceVersion ?? version;
+        query = { ...this.selectors(), limit: this.pageSize(), continue: token };
+      } while (token);
+    } catch (err) {
+      // 504 to a not-older-than list: the server's watch cache has not reached our version (a
+      // lagging or restored API server). A consistent read is never older; the next list is one.
+      if (statusCode(err) === 504) this.newestSeen = '';
+      throw err;
+    }
     for (const key of [...this.items.keys()]) {
       if (!seen.has(key)) this.remove(key);
     }
     this.resourceVersion = version;
+    this.newestSeen = version || this.newestSeen;
+    this.lastListSize = seen.size;
     this.synced = true;
+  }
+
+  private pageSize(): number {
+    return this.o.pageSize ?? DEFAULT_PAGE_SIZE;
+  }
+
+  /** The first page's query: see "Where lists are served from" at the top of this file. */
+  private firstPageQuery(): Query {
+    const limit = this.pageSize();
+    if (this.newestSeen) {
+      const fitOnePage = this.lastListSize !== undefined && Math.max(this.lastListSize, this.items.size) < limit;
+      return { ...this.selectors(), resourceVersion: this.newestSeen, resourceVersionMatch: 'NotOlderThan', limit: fitOnePage ? undefined : limit };
+    }
+    if (this.o.smallCollection && this.lastListSize === undefined) return { ...this.selectors(), resourceVersion: '0', limit };
+    return { ...this.selectors(), limit };
   }
 
   private onEvent({ type: phase, object: obj }: WatchEvent<T & { code?: number }>): void {
@@ -152,6 +217,7 @@ export class ProjectingInformer<T extends ObjectMeta, P> {
     if (phase === 'ADDED' || phase === 'MODIFIED') this.apply(objectKey(obj), obj);
     else if (phase === 'DELETED') this.remove(objectKey(obj));
     this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
+    this.newestSeen = this.resourceVersion || this.newestSeen;
     this.backoffMs = 500;
   }
 

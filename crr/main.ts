@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
-import { KubeClient } from '../common/kube/client.ts';
+import { KubeClient, userAgentFor } from '../common/kube/client.ts';
+import { VERSION } from '../common/version.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { LeaderElector } from '../common/leader.ts';
@@ -39,7 +40,7 @@ interface Loop {
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   const log = createLogger('controller').child({ identity });
-  const client = new KubeClient(loadKubeConfig(config.kubeconfig));
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('controller', VERSION) });
   const metrics = createControllerMetrics();
   let loops: Loop[] = [];
 

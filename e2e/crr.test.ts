@@ -143,7 +143,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     await assert.rejects(createRequest('bad-deadline', { podName: 'x', containers: [{ name: 'a' }], activeDeadlineSeconds: 1 }), /activeDeadlineSeconds/);
     await assert.rejects(createRequest('no-containers', { podName: 'x', containers: [] }), /containers/);
     await createRequest('immutable', { podName: 'ghost2', containers: [{ name: 'a' }] });
-    const patch = () => kubectl('-n', namespace, 'patch', 'crr', 'immutable', '--type=merge', '-p', '{"spec":{"podName":"other"}}');
+    const patch = () => kubectl('-n', namespace, 'patch', 'stcrr', 'immutable', '--type=merge', '-p', '{"spec":{"podName":"other"}}');
     assert.throws(patch, /spec.podName is immutable/);
   });
 
@@ -151,7 +151,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     await runningPod(loopPod('labelled', 'Always', "trap 'exit 0' TERM"));
     await createRequest('labelled', { podName: 'labelled', containers: [{ name: 'worker' }] });
     await completed('labelled');
-    const relabel = () => kubectl('-n', namespace, 'label', 'crr', 'labelled', '--overwrite', 'crr.sidecar-terminator.dev/node-name=elsewhere');
+    const relabel = () => kubectl('-n', namespace, 'label', 'stcrr', 'labelled', '--overwrite', 'crr.sidecar-terminator.dev/node-name=elsewhere');
     assert.throws(relabel, /crr.sidecar-terminator.dev\/node-name is immutable once set/);
   });
 

@@ -1,8 +1,10 @@
 // A small Kubernetes REST client over node:https: JSON requests and line-delimited watch streams.
 // The agent runs on every node, so it carries only what it uses: @kubernetes/client-node's runtime
 // (every API group's generated models) costs about 80 MiB of resident memory; its types remain in use.
-import { Agent, request, type RequestOptions } from 'node:https';
-import type { IncomingMessage } from 'node:http';
+// Every request names its sender (User-Agent), and an API server that is shedding load (429, or 503
+// with Retry-After) is given the time it asks for before the same request is sent again.
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { KubeConnection } from './config.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json';
@@ -47,21 +49,101 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** A watch sends at least a bookmark a minute; this much silence means the connection is dead. */
 const WATCH_IDLE_TIMEOUT_MS = 5 * 60_000;
 
+/** Sent as User-Agent when the process does not say who it is. */
+export const DEFAULT_USER_AGENT = 'sidecar-terminator';
+/** The User-Agent of one part of sidecar-terminator: `sidecar-terminator-agent/0.1.0`. */
+export function userAgentFor(role: 'agent' | 'controller', version: string): string {
+  return `sidecar-terminator-${role}/${version}`;
+}
+
+/**
+ * An answer the API server asks us to come back after (Retry-After) is sent again at most this many
+ * times, waiting at most MAX_RETRY_AFTER_MS each time, so that a busy server slows us down but never
+ * holds a call for long.
+ */
+export const MAX_RETRIES = 3;
+export const MAX_RETRY_AFTER_MS = 30_000;
+/** A 429 without Retry-After (API Priority and Fairness always sends one) waits this long. */
+const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+/**
+ * The wait a Retry-After value asks for (delay-seconds or an HTTP date), within
+ * 0..MAX_RETRY_AFTER_MS; undefined when there is none or it cannot be read.
+ */
+export function retryAfterMs(value: string | undefined, nowMs = Date.now()): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  let ms: number;
+  if (/^\d+$/.test(text)) {
+    ms = Number(text) * 1000;
+  } else {
+    // An HTTP date names its day and month ("Wed, 21 Oct 2015 07:28:00 GMT"); Date.parse alone takes "-1".
+    const at = /[a-z]/i.test(text) ? Date.parse(text) : NaN;
+    if (Number.isNaN(at)) return undefined;
+    ms = at - nowMs;
+  }
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
+}
+
+/**
+ * Whether an answer means "send the same request again later", and after how long:
+ * - 429 Too Many Requests, whatever the method: API Priority and Fairness (or the max-in-flight
+ *   limit) turned the request away before it was executed, so even a write is safely sent again;
+ * - 503 Service Unavailable with a Retry-After, for reads only: a write may have been executed.
+ * Anything else is the caller's to handle (conflicts re-decide from fresh state, and so on).
+ */
+function retryDelayMs(method: string, res: IncomingMessage): number | undefined {
+  const header = res.headers['retry-after'];
+  const after = retryAfterMs(Array.isArray(header) ? header[0] : header);
+  if (res.statusCode === 429) return after ?? DEFAULT_RETRY_AFTER_MS;
+  if (res.statusCode === 503 && method === 'GET') return after;
+  return undefined;
+}
+
+/** Hosts a plain-HTTP server (`kubectl proxy`, tests) may be on: credentials never cross a network in clear. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+export interface KubeClientOptions {
+  /**
+   * Sent as User-Agent on every request, so that the API server's audit log tells our calls apart
+   * (e.g. userAgentFor('agent', version)); default DEFAULT_USER_AGENT.
+   */
+  userAgent?: string;
+}
+
 export class KubeClient {
   private readonly conn: KubeConnection;
   private readonly base: URL;
-  private readonly agent: Agent;
+  private readonly agent: HttpAgent;
+  private readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
+  private readonly userAgent: string;
 
-  constructor(conn: KubeConnection) {
+  constructor(conn: KubeConnection, options: KubeClientOptions = {}) {
     this.conn = conn;
     this.base = new URL(conn.server);
-    this.agent = new Agent({
-      keepAlive: true,
-      ca: conn.ca,
-      cert: conn.cert,
-      key: conn.key,
-      rejectUnauthorized: !conn.insecureSkipTLSVerify,
-    });
+    this.userAgent = options.userAgent || DEFAULT_USER_AGENT;
+    // Node throws on a header with control characters only when the first request is sent: say so now.
+    if (!/^[\x20-\x7e]+$/.test(this.userAgent)) throw new Error(`user agent ${JSON.stringify(this.userAgent)}: printable ASCII only`);
+    if (this.base.protocol === 'https:') {
+      this.agent = new HttpsAgent({
+        keepAlive: true,
+        ca: conn.ca,
+        cert: conn.cert,
+        key: conn.key,
+        rejectUnauthorized: !conn.insecureSkipTLSVerify,
+      });
+      this.request = httpsRequest;
+    } else if (this.base.protocol === 'http:' && LOOPBACK_HOSTS.has(this.base.hostname)) {
+      this.agent = new HttpAgent({ keepAlive: true });
+      this.request = httpRequest;
+    } else {
+      throw new Error(`API server ${conn.server}: https, or plain http on a loopback address only`);
+    }
+  }
+
+  /** Closes the kept-alive connections (requests still under way fail). */
+  close(): void {
+    this.agent.destroy();
   }
 
   get<T>(path: string, query?: Query): Promise<T> {
@@ -89,7 +171,11 @@ export class KubeClient {
    * the connection fails (rejects with the error). `signal` ends it early (resolves).
    */
   async watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
-    const res = await this.send('GET', path, { query: { ...query, watch: true }, signal, timeoutMs: WATCH_IDLE_TIMEOUT_MS });
+    const res = await this.exchange('GET', path, { query: { ...query, watch: true }, signal, timeoutMs: WATCH_IDLE_TIMEOUT_MS });
+    if (signal.aborted) {
+      res.destroy();
+      return;
+    }
     if (res.statusCode !== 200) throw new KubeApiError(res.statusCode ?? 0, 'GET', path, await readBody(res));
     res.setEncoding('utf8');
     let buffered = '';
@@ -116,20 +202,36 @@ export class KubeClient {
   }
 
   private async json<T>(method: string, path: string, o: { query?: Query; body?: unknown; contentType?: string }): Promise<T> {
-    const res = await this.send(method, path, { ...o, timeoutMs: REQUEST_TIMEOUT_MS });
+    const res = await this.exchange(method, path, { ...o, timeoutMs: REQUEST_TIMEOUT_MS });
     const text = await readBody(res);
     const code = res.statusCode ?? 0;
     if (code < 200 || code >= 300) throw new KubeApiError(code, method, path, text);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
-  private send(method: string, path: string, o: { query?: Query; body?: unknown; contentType?: string; signal?: AbortSignal; timeoutMs: number }): Promise<IncomingMessage> {
+  /**
+   * Sends the request, and sends it again while the API server answers that it should come back
+   * later (retryDelayMs), at most MAX_RETRIES times; resolves with the last answer. A watch's
+   * `signal` ends a wait early (the caller sees `signal.aborted`).
+   */
+  private async exchange(method: string, path: string, o: SendOptions): Promise<IncomingMessage> {
+    const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.send(method, path, o, payload);
+      const delay = attempt < MAX_RETRIES ? retryDelayMs(method, res) : undefined;
+      if (delay === undefined || o.signal?.aborted) return res;
+      res.resume(); // the answer's body is of no use; reading it lets the connection be reused
+      await sleep(delay, o.signal);
+      if (o.signal?.aborted) return res;
+    }
+  }
+
+  private send(method: string, path: string, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
     const url = new URL(path, this.base);
     for (const [key, value] of Object.entries(o.query ?? {})) {
       if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     }
-    const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
     const token = this.conn.token?.();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (payload !== undefined) {
@@ -138,12 +240,34 @@ export class KubeClient {
     }
     const options: RequestOptions = { method, agent: this.agent, headers, signal: o.signal, timeout: o.timeoutMs };
     return new Promise((resolve, reject) => {
-      const req = request(url, options, resolve);
+      const req = this.request(url, options, resolve);
       req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${o.timeoutMs} ms`)));
       req.on('error', reject);
       req.end(payload);
     });
   }
+}
+
+interface SendOptions {
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  timeoutMs: number;
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 function readBody(res: IncomingMessage): Promise<string> {

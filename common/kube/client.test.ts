@@ -1,0 +1,178 @@
+import { after, before, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, retryAfterMs, userAgentFor, type WatchEvent } from './client.ts';
+
+interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string; atMs: number }
+type Reply = (res: ServerResponse) => void;
+
+const json = (code: number, body: unknown, headers: Record<string, string> = {}): Reply => (res) => {
+  res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+};
+const status = (code: number, reason: string, headers: Record<string, string> = {}) =>
+  json(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message: `${reason} (${code})`, code }, headers);
+const tooMany = (retryAfter?: string) => status(429, 'TooManyRequests', retryAfter === undefined ? {} : { 'Retry-After': retryAfter });
+
+/** An API server on 127.0.0.1 that records each request and answers with the next scripted reply (200 {} once they run out). */
+class FakeApi {
+  readonly seen: Seen[] = [];
+  replies: Reply[] = [];
+  private readonly server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      this.seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString(), atMs: Date.now() });
+      (this.replies.shift() ?? json(200, {}))(res);
+    });
+  });
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+describe('KubeClient', () => {
+  const api = new FakeApi();
+  let server = '';
+  let client: KubeClient;
+  before(async () => { server = await api.start(); });
+  after(() => api.stop());
+  beforeEach(() => {
+    client?.close();
+    api.seen.length = 0;
+    api.replies = [];
+    client = new KubeClient({ server, token: () => 'tok' });
+  });
+
+  describe('User-Agent', () => {
+    it('is sent on every request, with the token; sidecar-terminator by default', async () => {
+      await client.get('/api/v1/pods', { limit: 1 });
+      await client.create('/api/v1/namespaces/ns/events', { a: 1 });
+      await client.patch('/api/v1/namespaces/ns/pods/p', { b: 2 }, 'merge');
+      await client.replace('/apis/coordination.k8s.io/v1/namespaces/ns/leases/l', {});
+      await client.delete('/api/v1/namespaces/ns/pods/p');
+      assert.deepEqual(api.seen.map((s) => s.method), ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']);
+      for (const s of api.seen) {
+        assert.equal(s.headers['user-agent'], DEFAULT_USER_AGENT);
+        assert.equal(s.headers.authorization, 'Bearer tok');
+      }
+      assert.equal(api.seen[2]!.headers['content-type'], 'application/merge-patch+json');
+    });
+
+    it('is the one the process gives, on watches too', async () => {
+      const agent = new KubeClient({ server }, { userAgent: userAgentFor('agent', '0.1.0') });
+      api.replies = [(res) => res.end(`${JSON.stringify({ type: 'ADDED', object: { n: 1 } })}\n`)];
+      const events: WatchEvent<{ n: number }>[] = [];
+      await agent.watch<{ n: number }>('/api/v1/pods', { resourceVersion: '5' }, (e) => events.push(e), new AbortController().signal);
+      agent.close();
+      assert.equal(api.seen[0]!.headers['user-agent'], 'sidecar-terminator-agent/0.1.0');
+      assert.equal(api.seen[0]!.headers.authorization, undefined);
+      assert.match(api.seen[0]!.url, /[?&]watch=true/);
+      assert.deepEqual(events, [{ type: 'ADDED', object: { n: 1 } }]);
+      assert.equal(userAgentFor('controller', '1.2.3'), 'sidecar-terminator-controller/1.2.3');
+    });
+
+    it('refuses what would not be a valid header; plain http only on loopback', () => {
+      assert.throws(() => new KubeClient({ server }, { userAgent: 'x\r\nInjected: 1' }), /printable ASCII/);
+      assert.throws(() => new KubeClient({ server: 'http://10.0.0.1:6443' }), /loopback/);
+      assert.throws(() => new KubeClient({ server: 'ftp://127.0.0.1' }), /https/);
+      new KubeClient({ server: 'https://10.0.0.1:6443' }).close();
+      new KubeClient({ server: 'http://[::1]:8001' }).close();
+    });
+  });
+
+  describe('Retry-After', () => {
+    it('a GET turned away with 429 is sent again after the time asked for', async () => {
+      api.replies = [tooMany('1'), json(200, { items: [1] })];
+      const started = Date.now();
+      assert.deepEqual(await client.get('/api/v1/pods', { limit: 500 }), { items: [1] });
+      assert.equal(api.seen.length, 2);
+      assert.equal(api.seen[1]!.url, api.seen[0]!.url);
+      assert.equal(api.seen[1]!.headers['user-agent'], DEFAULT_USER_AGENT);
+      const waited = api.seen[1]!.atMs - api.seen[0]!.atMs;
+      assert.ok(waited >= 950, `waited ${waited} ms, asked 1 s`);
+      assert.ok(Date.now() - started < 5_000);
+    });
+
+    it('a write turned away with 429 was not executed: sent again, with the same body', async () => {
+      api.replies = [tooMany('0'), tooMany('0'), json(201, { created: true })];
+      const body = { metadata: { name: 'r' }, spec: { podName: 'p' } };
+      assert.deepEqual(await client.create('/apis/x/v1/namespaces/ns/things', body), { created: true });
+      assert.deepEqual(api.seen.map((s) => s.method), ['POST', 'POST', 'POST']);
+      for (const s of api.seen) assert.deepEqual(JSON.parse(s.body), body);
+      api.seen.length = 0;
+      api.replies = [tooMany('0'), json(200, { patched: true })];
+      assert.deepEqual(await client.patch('/api/v1/namespaces/ns/pods/p/status', { metadata: { resourceVersion: '7' } }, 'strategic'), { patched: true });
+      assert.equal(api.seen.length, 2);
+      assert.equal(api.seen[1]!.headers['content-type'], 'application/strategic-merge-patch+json');
+    });
+
+    it('a 503 with Retry-After is retried for reads only; other errors never', async () => {
+      api.replies = [status(503, 'ServiceUnavailable', { 'Retry-After': '0' }), json(200, { ok: 1 })];
+      assert.deepEqual(await client.get('/api/v1/nodes/n'), { ok: 1 });
+      assert.equal(api.seen.length, 2);
+
+      const cases: [string, Reply, () => Promise<unknown>, number][] = [
+        ['503 on a write (it may have been executed)', status(503, 'ServiceUnavailable', { 'Retry-After': '0' }), () => client.create('/api/v1/namespaces/ns/events', {}), 503],
+        ['503 without Retry-After', status(503, 'ServiceUnavailable'), () => client.get('/api/v1/pods'), 503],
+        ['500', status(500, 'InternalError', { 'Retry-After': '0' }), () => client.get('/api/v1/pods'), 500],
+        ['409 conflict', status(409, 'Conflict'), () => client.patch('/api/v1/namespaces/ns/pods/p', {}, 'merge'), 409],
+        ['410 gone', status(410, 'Expired'), () => client.get('/api/v1/pods', { continue: 'x' }), 410],
+      ];
+      for (const [what, reply, call, code] of cases) {
+        api.seen.length = 0;
+        api.replies = [reply, json(200, {})];
+        await assert.rejects(call(), (err: unknown) => err instanceof KubeApiError && err.code === code, what);
+        assert.equal(api.seen.length, 1, `${what}: sent once`);
+      }
+    });
+
+    it('gives up after MAX_RETRIES more tries, with the API server\'s error', async () => {
+      api.replies = Array.from({ length: 10 }, () => tooMany('0'));
+      await assert.rejects(client.get('/api/v1/pods'), (err: unknown) => err instanceof KubeApiError && err.code === 429 && err.reason === 'TooManyRequests');
+      assert.equal(api.seen.length, 1 + MAX_RETRIES);
+    });
+
+    it('a watch turned away with 429 is started again', async () => {
+      api.replies = [tooMany('0'), (res) => res.end(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '9' } } })}\n`)];
+      const events: string[] = [];
+      await client.watch('/api/v1/pods', { resourceVersion: '5' }, (e) => events.push(e.type), new AbortController().signal);
+      assert.equal(api.seen.length, 2);
+      assert.deepEqual(events, ['BOOKMARK']);
+    });
+
+    it('a watch stopped while it waits to retry ends at once', async () => {
+      api.replies = [tooMany('30')];
+      const abort = new AbortController();
+      const started = Date.now();
+      setTimeout(() => abort.abort(), 50);
+      await client.watch('/api/v1/pods', {}, () => assert.fail('no events'), abort.signal);
+      assert.ok(Date.now() - started < 5_000);
+      assert.equal(api.seen.length, 1);
+    });
+
+    it('reads seconds or an HTTP date, within 0..MAX_RETRY_AFTER_MS', () => {
+      const now = Date.parse('2025-01-01T00:00:00Z');
+      assert.equal(retryAfterMs('0', now), 0);
+      assert.equal(retryAfterMs(' 5 ', now), 5_000);
+      assert.equal(retryAfterMs('3600', now), MAX_RETRY_AFTER_MS);
+      assert.equal(retryAfterMs('Wed, 01 Jan 2025 00:00:10 GMT', now), 10_000);
+      assert.equal(retryAfterMs('Tue, 31 Dec 2024 23:00:00 GMT', now), 0);
+      assert.equal(retryAfterMs('Thu, 01 Jan 2026 00:00:00 GMT', now), MAX_RETRY_AFTER_MS);
+      assert.equal(retryAfterMs('-1', now), undefined);
+      assert.equal(retryAfterMs('soon', now), undefined);
+      assert.equal(retryAfterMs('', now), undefined);
+      assert.equal(retryAfterMs(undefined, now), undefined);
+    });
+  });
+
+  after(() => client?.close());
+});

@@ -1,0 +1,177 @@
+// The optional Grafana dashboard and PrometheusRule (manifests/optional) ask only for series that
+// exist: the metrics the agent and the controller register (agent/metrics.ts, crr/metrics.ts, with
+// prom-client's process_* and nodejs_* defaults), histograms through their _bucket/_sum/_count
+// series, and an explicit list of kube-state-metrics and Prometheus series.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { load as parseYaml } from 'js-yaml';
+import { createAgentMetrics } from '../agent/metrics.ts';
+import { createControllerMetrics } from '../crr/metrics.ts';
+
+const read = (path: string) => readFileSync(new URL(`../manifests/optional/${path}`, import.meta.url), 'utf8');
+
+/** Series from outside the project: Prometheus' own `up`, and kube-state-metrics' DaemonSet status. */
+const EXTERNAL_SERIES = new Set([
+  'up',
+  'kube_daemonset_status_desired_number_scheduled',
+  'kube_daemonset_status_number_available',
+]);
+const HISTOGRAM_SERIES = ['_bucket', '_sum', '_count'];
+
+/** metric name → type, as the two processes register them. */
+async function registeredMetrics(): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const { registry } of [createAgentMetrics(() => 0), createControllerMetrics()]) {
+    for (const metric of await registry.getMetricsAsJSON()) out.set(metric.name, String(metric.type));
+  }
+  return out;
+}
+
+const NOT_METRICS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
+
+/** The metric names a PromQL expression (or a Grafana label_values() query) selects. */
+function metricNames(expr: string): string[] {
+  const bare = expr
+    .replace(/label_values\(\s*([^,()]+?)\s*,\s*[a-zA-Z_]\w*\s*\)/g, '$1') // Grafana: label_values(metric, label)
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, '""') // strings (label values, regexes)
+    .replace(/\{[^}]*\}/g, ' ') // label matchers
+    .replace(/\[[^\]]*\]/g, ' ') // ranges, $__rate_interval
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ') // label lists
+    .replace(/\$\{?\w+\}?/g, ' '); // Grafana variables
+  const names: string[] = [];
+  for (const match of bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)) {
+    const before = bare[match.index - 1] ?? '';
+    if (/[0-9.]/.test(before)) continue; // a number's exponent or a duration's unit
+    if (/^\s*\(/.test(bare.slice(match.index + match[0].length))) continue; // a function or an aggregation
+    if (NOT_METRICS.has(match[0].toLowerCase())) continue;
+    names.push(match[0]);
+  }
+  return names;
+}
+
+/** Why `name` is not a series the project's Prometheus can have, or undefined when it is. */
+function unknownSeries(name: string, registered: Map<string, string>): string | undefined {
+  if (EXTERNAL_SERIES.has(name)) return undefined;
+  const type = registered.get(name);
+  if (type === 'histogram') return `${name} is a histogram: use ${HISTOGRAM_SERIES.map((s) => name + s).join(', ')}`;
+  if (type) return undefined;
+  const suffix = HISTOGRAM_SERIES.find((s) => name.endsWith(s));
+  if (suffix && registered.get(name.slice(0, -suffix.length)) === 'histogram') return undefined;
+  return `${name} is not registered by the agent or the controller`;
+}
+
+interface Target { expr: string; refId: string; datasource?: unknown }
+interface Panel { id: number; type: string; title: string; targets?: Target[]; panels?: Panel[] }
+interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: { name: string; type: string; query?: string | { query: string }; definition?: string }[] };
+}
+
+const dashboard = JSON.parse(read('grafana-dashboard.json')) as Dashboard;
+const allPanels = (panels: Panel[]): Panel[] => panels.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
+
+/** [where, expression] for every query of the dashboard: panel targets and templating queries. */
+function dashboardExpressions(): [string, string][] {
+  const out: [string, string][] = [];
+  for (const panel of allPanels(dashboard.panels)) {
+    for (const target of panel.targets ?? []) out.push([`panel "${panel.title}" ${target.refId}`, target.expr]);
+  }
+  for (const variable of dashboard.templating.list) {
+    if (variable.type !== 'query') continue;
+    const query = typeof variable.query === 'string' ? variable.query : variable.query?.query;
+    if (query) out.push([`variable ${variable.name}`, query]);
+  }
+  return out;
+}
+
+interface Rule { alert?: string; record?: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+const rule = parseYaml(read('prometheusrule.yaml')) as { kind: string; metadata: { name: string; namespace: string }; spec: { groups: { name: string; rules: Rule[] }[] } };
+const rules = rule.spec.groups.flatMap((g) => g.rules);
+
+describe('metricNames', () => {
+  it('finds the metrics of an expression and nothing else', () => {
+    assert.deepEqual(
+      metricNames('histogram_quantile(0.99, sum by (le, action) (rate(a_seconds_bucket{node=~"$node", x="y{z}"}[$__rate_interval])))'),
+      ['a_seconds_bucket'],
+    );
+    assert.deepEqual(metricNames('(max(b{namespace="n"}) or vector(0)) < 1e3'), ['b']);
+    assert.deepEqual(metricNames('c - on (pod) group_left (node) d offset 5m > 0.05'), ['c', 'd']);
+    assert.deepEqual(metricNames('label_values(e, node)'), ['e']);
+  });
+});
+
+describe('manifests/optional', () => {
+  it('the dashboard queries only series that exist', async () => {
+    const registered = await registeredMetrics();
+    const expressions = dashboardExpressions();
+    const used = new Set(expressions.flatMap(([, expr]) => metricNames(expr)));
+    // Guards the extraction itself: what the dashboard is for is found in it.
+    for (const name of ['sidecar_terminator_agent_stop_seconds_bucket', 'sidecar_terminator_controller_action_latency_seconds_bucket',
+      'sidecar_terminator_agent_requests_completed_total', 'sidecar_terminator_controller_retries_total', 'sidecar_terminator_agent_requests_refused_total',
+      'up', 'sidecar_terminator_agent_queue_depth', 'sidecar_terminator_agent_runtime_errors_total', 'sidecar_terminator_agent_watch_restarts_total',
+      'sidecar_terminator_controller_is_leader']) {
+      assert.ok(used.has(name), `the dashboard does not use ${name}`);
+    }
+    const problems = expressions.flatMap(([where, expr]) => {
+      const names = metricNames(expr);
+      if (names.length === 0) return [`${where}: no metric in ${expr}`];
+      return names.flatMap((name) => unknownSeries(name, registered) ?? []).map((why) => `${where}: ${why}`);
+    });
+    assert.deepEqual(problems, []);
+  });
+
+  it('the dashboard is importable: a uid, unique panel ids, each query with a refId and the data source variable', () => {
+    assert.equal(dashboard.uid, 'sidecar-terminator');
+    const panels = allPanels(dashboard.panels);
+    assert.equal(new Set(panels.map((p) => p.id)).size, panels.length, 'panel ids are unique');
+    assert.ok(dashboard.templating.list.some((v) => v.name === 'datasource' && v.type === 'datasource'));
+    for (const panel of panels.filter((p) => p.type !== 'row')) {
+      assert.ok(panel.targets?.length, `panel "${panel.title}" has no query`);
+      assert.equal(new Set(panel.targets.map((t) => t.refId)).size, panel.targets.length, `panel "${panel.title}": refIds are unique`);
+      for (const t of panel.targets) assert.deepEqual(t.datasource, { type: 'prometheus', uid: '${datasource}' });
+    }
+  });
+
+  it('the alerts query only series that exist, and each says what it is', async () => {
+    const registered = await registeredMetrics();
+    assert.equal(rule.kind, 'PrometheusRule');
+    assert.equal(rule.metadata.namespace, 'sidecar-terminator');
+    const alerts = rules.map((r) => r.alert);
+    assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorRequestsFailing',
+      'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader']);
+    const problems: string[] = [];
+    for (const r of rules) {
+      const names = metricNames(r.expr);
+      if (names.length === 0) problems.push(`${r.alert}: no metric in ${r.expr}`);
+      for (const name of names) {
+        const why = unknownSeries(name, registered);
+        if (why) problems.push(`${r.alert}: ${why}`);
+      }
+      assert.match(r.for ?? '', /^\d+m$/, `${r.alert}: for`);
+      assert.ok(r.labels?.severity, `${r.alert}: severity`);
+      assert.ok(r.annotations?.summary && r.annotations.description, `${r.alert}: summary and description`);
+    }
+    assert.deepEqual(problems, []);
+    const slow = rules.find((r) => r.alert === 'SidecarTerminatorSlowTerminations')!;
+    assert.match(slow.expr, /histogram_quantile\(0\.\d+, sum by \(le\) \(rate\(sidecar_terminator_agent_stop_seconds_bucket\[10m\]\)\)\)\s*>\s*30/);
+    assert.equal(slow.for, '10m');
+  });
+
+  it('the component ships the rule and the dashboard, as a ConfigMap Grafana\'s sidecar picks up', () => {
+    const kustomization = parseYaml(read('kustomization.yaml')) as {
+      kind: string;
+      resources: string[];
+      configMapGenerator: { name: string; namespace?: string; files: string[]; options?: { labels?: Record<string, string>; disableNameSuffixHash?: boolean } }[];
+    };
+    assert.equal(kustomization.kind, 'Component');
+    assert.deepEqual(kustomization.resources, ['servicemonitor.yaml', 'prometheusrule.yaml']);
+    const generated = kustomization.configMapGenerator.find((g) => g.files.some((f) => f.endsWith('=grafana-dashboard.json')));
+    assert.ok(generated, 'no ConfigMap for grafana-dashboard.json');
+    assert.equal(generated.namespace, 'sidecar-terminator');
+    assert.equal(generated.options?.labels?.grafana_dashboard, '1');
+    assert.equal(generated.options?.disableNameSuffixHash, true);
+  });
+});
