@@ -220,6 +220,8 @@ describe('security: a request reaches only the containers its creator may touch'
     const ours = await readRequest(`${name}-2`);
     assert.equal(ours?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(ours?.status));
     assert.deepEqual(await reasons(done, 'RetryingSidecarTermination'), []);
+    // The refusal is on the Pod too, once.
+    await waitFor(async () => (await reasons(done, 'RequestRefused')).length === 1, { description: 'one RequestRefused Warning on the Pod', timeoutMs: 30_000 });
 
     // Nor can that token write the status of a request of the real node.
     const write = await apiAs({ token }, 'PATCH', `${requestsPath(attackerNs)}/${name}-2/status`, { status: { message: 'forged' } });
