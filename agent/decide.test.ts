@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_REQUEUE_MS, capRequeueMs, graceSecondsOf, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
+import { MAX_REQUEUE_MS } from '../common/queue.ts';
+import { capRequeueMs, graceSecondsOf, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../crr/types.ts';

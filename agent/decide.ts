@@ -7,6 +7,7 @@
 // the one the Pod status (as the API server shows it) reports for that name, the hook and its ports
 // come from the Pod spec, and the runtime's kubelet labels of that container must name the very Pod
 // and container before anything is executed or stopped. `statusContext` only pins the attempt.
+import { clampDelay } from '../common/queue.ts';
 import type { PodEvent } from '../common/events.ts';
 import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
 import type {
@@ -85,9 +86,6 @@ export interface RequestInputs {
   nowMs: number;
 }
 
-/** No planned timer is longer (far below Node's 2^31-1 ms); the periodic resync looks anyway. */
-export const MAX_REQUEUE_MS = 3_600_000;
-
 type ContainerStep =
   | { kind: 'keep'; state: ContainerRecreateState; requeueAfterMs?: number }
   | { kind: 'stop'; state: ContainerRecreateState; containerID: string; resumed: boolean };
@@ -116,10 +114,10 @@ export function graceSecondsOf(strategySeconds: number | undefined, podSeconds: 
   return Math.min(MAX_STRATEGY_SECONDS, Math.max(0, Math.floor(seconds)));
 }
 
-/** A requeue delay within 0..MAX_REQUEUE_MS, or undefined. */
+/** A requeue delay within 0..MAX_REQUEUE_MS (the work queue's bound), or undefined. */
 export function capRequeueMs(ms: number | undefined): number | undefined {
   if (ms === undefined || Number.isNaN(ms)) return undefined;
-  return Math.min(MAX_REQUEUE_MS, Math.max(0, Math.ceil(ms)));
+  return clampDelay(Math.ceil(ms));
 }
 
 const refusedMessage = (what: string) => `refused: ${what}; nothing was executed`;

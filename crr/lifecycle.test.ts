@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
-import { MAX_REQUEUE_MS } from './sidecar/decision.ts';
+import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import type { ContainerRecreateRequest, CRRContainer, CRRStatus } from './types.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');

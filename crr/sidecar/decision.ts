@@ -1,4 +1,5 @@
 // What decide() returns: one action (or none, and why) plus the events that go with it.
+import { clampDelay, MAX_REQUEUE_MS } from '../../common/queue.ts';
 import type { ContainerRecreateRequest } from '../types.ts';
 import type { PodEvent } from './events.ts';
 
@@ -107,14 +108,7 @@ export interface PatchPhase extends DecisionBase {
 
 export type Decision = NotHandled | Wait | CreateRequest | SwapImages | PatchPhase;
 
-/**
- * The longest any requeue waits: Node's timers hold at most 2^31-1 ms (a longer one fires at once),
- * and the periodic resync catches up on whatever is further away.
- */
-export const MAX_REQUEUE_MS = 3_600_000;
-
-/** A delay fit for a timer: whole, at least 0, at most MAX_REQUEUE_MS (NaN counts as the most). */
+/** A delay fit for a timer: whole, within the work queue's bounds; NaN (a bad timestamp) counts as the most. */
 export function boundedDelayMs(ms: number): number {
-  if (Number.isNaN(ms)) return MAX_REQUEUE_MS;
-  return Math.min(MAX_REQUEUE_MS, Math.max(0, Math.ceil(ms)));
+  return Number.isNaN(ms) ? MAX_REQUEUE_MS : clampDelay(Math.ceil(ms));
 }
