@@ -312,7 +312,7 @@ clusterCIDR: $POD_CIDR
 oomScoreAdj: 0
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: [primary]
+nodePortAddresses: ["$NODE_IP/32"]
 # Leave the machine's conntrack and route_localnet settings alone.
 conntrack:
   maxPerCore: 0
