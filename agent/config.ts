@@ -1,6 +1,6 @@
 // The agent's configuration: flags, with NODE_NAME from the environment (the downward API).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from '../crr/types.ts';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../crr/types.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -18,9 +18,6 @@ export interface AgentConfig {
   requestTTLSeconds: number;
 }
 
-/** The CRD's lower bound of activeDeadlineSeconds. */
-const MIN_DEADLINE_SECONDS = 3;
-
 const USAGE = `usage: sidecar-terminator agent [flags]
   --node-name NAME                  node this agent serves (default: env NODE_NAME; required)
   --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
@@ -30,7 +27,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --resync-seconds N                re-check every active request this often (default 30)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main
-                                    containers exit (default 300, ${MIN_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
+                                    containers exit (default 300, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
   --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default 600,
                                     1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)`;
 
@@ -60,7 +57,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     workers: positiveInt('workers', values.workers),
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
-    requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
+    requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
   };
 }

@@ -5,7 +5,7 @@ import type { KubeClient } from '../common/kube/client.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
-import { LABEL_POD_UID, MAX_STRATEGY_SECONDS, isCompleted, requestPath } from '../crr/types.ts';
+import { LABEL_POD_UID, isCompleted, requestPath } from '../crr/types.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
@@ -277,7 +277,7 @@ export class Reconciler {
     } else {
       this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
     }
-    const graceSeconds = Math.min(Math.max(0, order.graceSeconds), MAX_STRATEGY_SECONDS);
+    const { graceSeconds } = order; // bounded by the planner (graceSecondsOf)
     if (order.preStop && !order.resumed) {
       const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, graceSeconds * 1000);
       if (failure) {

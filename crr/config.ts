@@ -1,6 +1,6 @@
 // The cluster controller's configuration, from flags.
 import { intInRange, parseFlags, positiveInt } from '../agent/config.ts';
-import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from './types.ts';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from './types.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
 export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
@@ -29,7 +29,7 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --leader-elect true|false         run as one of several replicas (default true)
   --lease-namespace NS              namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
   --lease-name NAME                 name of the leader Lease (default sidecar-terminator-controller)
-  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, 3 to ${MAX_ACTIVE_DEADLINE_SECONDS} (default 300)
+  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, ${MIN_ACTIVE_DEADLINE_SECONDS} to ${MAX_ACTIVE_DEADLINE_SECONDS} (default 300)
   --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default 600)
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
                                     for after the main containers finished; then the Pod's phase is set without
@@ -54,7 +54,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
   });
   const leaderElect = values['leader-elect'];
   if (leaderElect !== 'true' && leaderElect !== 'false') throw new Error(`--leader-elect must be true or false, got ${JSON.stringify(leaderElect)}`);
-  const deadline = intInRange('request-deadline-seconds', values['request-deadline-seconds'], 3, MAX_ACTIVE_DEADLINE_SECONDS);
+  const deadline = intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS);
   const ttl = intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED);
   const startTimeout = intInRange('sidecar-start-timeout-seconds', values['sidecar-start-timeout-seconds'], 1, MAX_SIDECAR_START_TIMEOUT_SECONDS);
   return {

@@ -58,6 +58,8 @@ export interface CRRContainer {
 
 /** The most containers one request holds (the CRD's maxItems); a Pod with more sidecars gets several. */
 export const MAX_REQUEST_CONTAINERS = 64;
+/** The CRD's lower bound of activeDeadlineSeconds. */
+export const MIN_ACTIVE_DEADLINE_SECONDS = 3;
 /** Upper bounds of the request's durations (the CRD's maximums): every timer stays far below Node's 2^31-1 ms. */
 export const MAX_ACTIVE_DEADLINE_SECONDS = 86_400;
 export const MAX_TTL_SECONDS_AFTER_FINISHED = 604_800;

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { CriClient, type PodSandboxConfig } from '../agent/runtime/cri-client.ts';
-import { CriRuntime, KUBELET_LABELS } from '../agent/runtime/cri.ts';
+import { CriRuntime } from '../agent/runtime/cri.ts';
+import { KUBELET_LABELS } from '../agent/runtime/owner.ts';
 import { startContainerd, type Containerd } from './support/containerd.ts';
 import { BUSYBOX_IMAGE } from './support/images.ts';
 

@@ -35,8 +35,6 @@ function nanos(value: string | number | undefined): bigint {
   return BigInt(value);
 }
 
-// Kept here too for the callers that know them from the CRI runtime.
-export { KUBELET_LABELS, ownerFromLabels };
 
 export function fromCriStatus(status: ContainerStatus): RuntimeContainer {
   const state = STATES[status.state] ?? 'unknown';

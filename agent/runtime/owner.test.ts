@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KUBELET_LABELS, ownerFromLabels } from './owner.ts';
-import * as cri from './cri.ts';
 
 describe('ownerFromLabels', () => {
   const all = {
@@ -25,9 +24,5 @@ describe('ownerFromLabels', () => {
     assert.equal(ownerFromLabels(undefined), undefined);
     assert.equal(ownerFromLabels(null), undefined);
     assert.equal(ownerFromLabels({}), undefined);
-  });
-  it('is still exported by cri.ts', () => {
-    assert.equal(cri.ownerFromLabels, ownerFromLabels);
-    assert.equal(cri.KUBELET_LABELS, KUBELET_LABELS);
   });
 });

@@ -73,7 +73,7 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   // Kubelet reports Pending while any container has never started, even after the mains are done
   // (a sidecar's image cannot be pulled): such a Pod is handled, or its Job would hang. A sidecar
   // that is merely created (it has a container ID) is about to start: wait for it as before.
-  const stuckPending = statusesComplete(pod) && mainsDone(pod, classification.mains) && classification.sidecars.some((s) => neverCreated(pod, s.name));
+  const stuckPending = statusesComplete(pod) && mainsDone(pod, classification.mains) && classification.sidecars.some((s) => notStarted(pod, s, 'real'));
   if (pod.phase === 'Pending' && !stuckPending) return notHandled('pending', 'Pod is Pending', events);
   if (classification.sidecars.length === 0) return notHandled('noSidecar', 'no sidecar container', events);
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
@@ -100,11 +100,6 @@ function statusOf(pod: PodProjection, name: string): ContainerStatusProjection |
 
 function isTerminated(pod: PodProjection, name: string): boolean {
   return statusOf(pod, name)?.state.kind === 'terminated';
-}
-
-function neverCreated(pod: PodProjection, name: string): boolean {
-  const status = statusOf(pod, name);
-  return status?.state.kind === 'waiting' && !status.containerID;
 }
 
 function statusesComplete(pod: PodProjection): boolean {

@@ -16,6 +16,7 @@ import {
   LABEL_POD_UID,
   MAX_ACTIVE_DEADLINE_SECONDS,
   MAX_REQUEST_CONTAINERS,
+  MIN_ACTIVE_DEADLINE_SECONDS,
   MAX_TTL_SECONDS_AFTER_FINISHED,
 } from '../types.ts';
 import { REQUEST_NAME_PREFIX } from './constants.ts';
@@ -54,8 +55,6 @@ export const MAX_REQUEST_ATTEMPTS = 1000;
 const DEFAULT_GRACE_SECONDS = 30;
 /** Room for the preStop hook's start, the runtime call and the status write around the grace period. */
 const DEADLINE_MARGIN_SECONDS = 60;
-/** The CRD's lower bound for activeDeadlineSeconds. */
-const MIN_DEADLINE_SECONDS = 3;
 
 export function requestName(podUid: string, attempt: number): string {
   const base = `${REQUEST_NAME_PREFIX}${podUid}`;
@@ -228,6 +227,6 @@ function statusContextOf(pod: PodProjection, container: string): { containerID: 
  */
 export function deadlineFor(pod: PodProjection, options: SidecarTerminatorOptions): number {
   const grace = pod.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS;
-  const wanted = Math.max(MIN_DEADLINE_SECONDS, options.activeDeadlineSeconds, grace + DEADLINE_MARGIN_SECONDS);
+  const wanted = Math.max(MIN_ACTIVE_DEADLINE_SECONDS, options.activeDeadlineSeconds, grace + DEADLINE_MARGIN_SECONDS);
   return Math.min(MAX_ACTIVE_DEADLINE_SECONDS, wanted);
 }
