@@ -5,9 +5,12 @@ import { parseAgentConfig } from './config.ts';
 describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
-      nodeName: 'n1', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
+      nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
       requestDeadlineSeconds: 300, requestTTLSeconds: 600,
     });
+  });
+  it('takes its namespace from POD_NAMESPACE', () => {
+    assert.equal(parseAgentConfig([], { NODE_NAME: 'n1', POD_NAMESPACE: 'ops' }).namespace, 'ops');
   });
   it('refuses to start without a node name', () => {
     assert.throws(() => parseAgentConfig([], {}), /NODE_NAME/);

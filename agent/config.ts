@@ -1,9 +1,12 @@
-// The agent's configuration: flags, with NODE_NAME from the environment (the downward API).
+// The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
+// downward API).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../crr/types.ts';
 
 export interface AgentConfig {
   nodeName: string;
+  /** The agent's own namespace (env POD_NAMESPACE), where its start-up checks address dry-run requests. */
+  namespace: string;
   /** Where the host's /var/run is mounted; runtime sockets are looked for under it. */
   hostRunDir: string;
   /** A runtime socket named explicitly, instead of looking for one. */
@@ -51,6 +54,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
   if (!nodeName) throw new Error(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
   return {
     nodeName,
+    namespace: env.POD_NAMESPACE || 'default',
     hostRunDir: values['host-run-dir'],
     runtimeSocket: values['runtime-socket'],
     metricsPort: positiveInt('metrics-port', values['metrics-port']),

@@ -6,6 +6,7 @@ import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
+import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage, statusCode } from '../common/log.ts';
@@ -15,6 +16,7 @@ import { mayNeedSidecarTermination } from '../crr/sidecar/classify.ts';
 import type { PodProjection } from '../crr/sidecar/projection.ts';
 import { projectPod } from '../crr/sidecar/projection.ts';
 import { ExitHandler } from './exit-handler.ts';
+import { FAST_PATH_STATES, FastPathCheck } from './fast-path.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
@@ -49,7 +51,17 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const log = createLogger('agent').child({ node: config.nodeName });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('agent', VERSION) });
   const metrics = createAgentMetrics(() => queue.depth());
-  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => exits.containerExited(runtime, id, exitCode, exitedAtMs));
+  // Exits matter only to the fast path: without it the controller creates every request.
+  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => {
+    if (fastPath.enabled()) exits.containerExited(runtime, id, exitCode, exitedAtMs);
+  });
+  const fastPath = new FastPathCheck({
+    client,
+    nodeName: config.nodeName,
+    namespace: config.namespace,
+    log,
+    onState: (state) => { for (const s of FAST_PATH_STATES) metrics.fastPath.set({ state: s }, s === state ? 1 : 0); },
+  });
 
   // Callbacks below run only after start(), when the queue exists.
   const enqueue = (key: string) => queue.add(key);
@@ -146,12 +158,15 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   pods.start();
   requests.start();
   resyncAll();
+  void reportClusterInfo(client, metrics.registry, log);
+  void fastPath.start().catch((err: unknown) => log.warn('fast path check failed', { error: errorMessage(err) }));
   log.info('agent started', { metricsPort: config.metricsPort, runtimes: runtimes.prefixes() });
 
   return {
     async stop() {
       // No new work; what was begun is finished (a stop cut short is resumed by the next agent).
       clearInterval(resync);
+      fastPath.stop();
       queue.stop();
       exits.stop();
       const inFlight = reconciler.stopsInFlight();

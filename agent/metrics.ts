@@ -23,6 +23,12 @@ export function createAgentMetrics(queueDepth: () => number) {
       help: 'Stops an earlier agent had begun (isKilled recorded, container still running), finished without running the preStop hook again.',
       registers: [registry],
     }),
+    fastPath: new Gauge({
+      name: 'sidecar_terminator_agent_fast_path',
+      help: 'The fast path\'s state: 1 for the current one (enabled: this agent creates first requests itself, confined to its node by the agent policy; no-permission, not-confined, no-node-in-token, unknown: it does not, and the controller creates every request).',
+      labelNames: ['state'] as const,
+      registers: [registry],
+    }),
     requestsOnExit: new Counter({
       name: 'sidecar_terminator_agent_requests_on_exit_total',
       help: 'First requests for a Pod\'s sidecars that the agent made on seeing its main containers exit in the runtime, by result (created; existed: the controller or an earlier try was first).',

@@ -7,6 +7,7 @@ import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
+import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { LeaderElector } from '../common/leader.ts';
@@ -67,6 +68,7 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   });
   if (elector) elector.start();
   else lead();
+  void reportClusterInfo(client, metrics.registry, log);
   log.info('controller started', { leaderElection: config.leaderElect, metricsPort: config.metricsPort });
 
   return {

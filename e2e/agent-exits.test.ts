@@ -1,10 +1,12 @@
-// The agent acting on main containers' exits it sees in containerd, with the controller scaled to
-// zero: only the agent can then create the request, so a Job that completes shows it did. Also the
-// admission policy that keeps each agent to its own node's Pods.
+// The agent acting on main containers' exits it sees in containerd (the fast path), with the
+// controller scaled to zero: only the agent can then create the request, so a Job that completes
+// shows it did. Also the admission policy that keeps each agent to its own node's Pods. Before 1.30
+// nothing can confine an agent to its node: there it must create nothing, even when granted the
+// permission by mistake, and the controller creates every request.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiAs, requestsPath } from './support/api-as.ts';
-import { clients, clusterEnv } from './support/cluster.ts';
+import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
@@ -16,11 +18,31 @@ import { containerStatus } from './support/workloads.ts';
 const { core } = clients();
 let namespace: string;
 
-async function requestsCreatedOnExit(): Promise<number> {
+async function agentMetric(series: string): Promise<number> {
   const text = await scrapePod(await agentPod(), 9440);
-  const line = text.split('\n').find((l) => l.startsWith('sidecar_terminator_agent_requests_on_exit_total{result="created"}'));
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line ? Number(line.split(' ')[1]) : 0;
 }
+
+const requestsCreatedOnExit = () => agentMetric('sidecar_terminator_agent_requests_on_exit_total{result="created"}');
+const fastPathState = async (state: string) => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1;
+
+/** Restarts the agent, so it checks again what it may do (it does at start, then every 5 minutes). */
+async function restartAgent(): Promise<void> {
+  kubectl('-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENT}`);
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=120s');
+}
+
+/** A Job whose main exits at once, and the wait until its main has exited; its sidecar runs on. */
+async function mainExited(name: string) {
+  await jobs.runJob(namespace, name, { restartPolicy: 'Never', containers: [container('main', 'sleep 1'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
+  return waitFor(async () => {
+    const pod = await jobs.onlyPod(namespace, name).catch(() => undefined);
+    return pod && containerStatus(pod, 'main')?.state?.terminated ? pod : undefined;
+  }, { description: `the main of ${name} exited`, timeoutMs: 60_000 });
+}
+
+const features = versionFeatures();
 
 describe('the agent, on main containers exiting in the runtime', () => {
   before(async () => {
@@ -33,6 +55,60 @@ describe('the agent, on main containers exiting in the runtime', () => {
     if (namespace) await deleteTestNamespace(core, namespace);
     await deployProject(); // the controller back, and its leader elected
   });
+
+  it(`reports its fast path as the cluster allows it (${features.admissionPolicies ? 'enabled' : 'no-permission'} on ${clusterEnv().k8sVersion})`, async () => {
+    const want = features.admissionPolicies ? 'enabled' : 'no-permission';
+    await waitFor(() => fastPathState(want), { description: `sidecar_terminator_agent_fast_path{state="${want}"} 1`, timeoutMs: 30_000 });
+  });
+
+  if (!features.admissionPolicies) {
+    it('before 1.30 it creates no request: with the controller down, the sidecar runs on', async () => {
+      const pod = await mainExited('waits');
+      await new Promise((resolve) => setTimeout(resolve, 10_000)); // ten times the agent's usual exit → request
+      assert.deepEqual(await requestsFor(pod), []);
+      assert.ok(containerStatus(await jobs.onlyPod(namespace, 'waits'), 'proxy')?.state?.running);
+      assert.equal(await requestsCreatedOnExit(), 0);
+    });
+
+    it("its token cannot create requests at all (manifests/base grants no create)", async () => {
+      const { status, body } = await apiAs({ user: `system:serviceaccount:${NAMESPACE}:${AGENT}` }, 'POST', requestsPath(namespace, { dryRun: true }), {
+        apiVersion: 'sidecar-terminator.dev/v1alpha1',
+        kind: 'ContainerRecreateRequest',
+        metadata: { name: 'create-check', namespace, labels: { 'crr.sidecar-terminator.dev/node-name': clusterEnv().nodeName } },
+        spec: { podName: 'p', containers: [{ name: 'c' }] },
+      });
+      assert.equal(status, 403, JSON.stringify(body));
+    });
+
+    it('granted create without the policies (applied on an old cluster by mistake), it still creates nothing', async () => {
+      kubectl('apply', '-f', new URL('../manifests/policies/rbac-agent-requests.yaml', import.meta.url).pathname);
+      try {
+        await restartAgent();
+        await waitFor(() => fastPathState('not-confined'), { description: 'sidecar_terminator_agent_fast_path{state="not-confined"} 1', timeoutMs: 30_000 });
+        const logs = kubectl('-n', NAMESPACE, 'logs', (await agentPod()).metadata!.name!);
+        assert.match(logs, /would let this agent create requests for any node/);
+        const pod = await mainExited('granted');
+        await new Promise((resolve) => setTimeout(resolve, 10_000));
+        assert.deepEqual(await requestsFor(pod), []);
+        assert.equal(await requestsCreatedOnExit(), 0);
+      } finally {
+        kubectl('delete', '--ignore-not-found', '-f', new URL('../manifests/policies/rbac-agent-requests.yaml', import.meta.url).pathname);
+        await restartAgent();
+      }
+    });
+
+    it('the controller, back, creates the requests and both Jobs complete', async () => {
+      kubectl('-n', NAMESPACE, 'scale', `deployment/${CONTROLLER}`, '--replicas=1');
+      for (const name of ['waits', 'granted']) {
+        const { type } = await jobs.finishedJob(namespace, name);
+        assert.equal(type, 'Complete');
+        const [request] = await requestsFor(await jobs.onlyPod(namespace, name));
+        assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+      }
+      assert.ok(await fastPathState('no-permission'));
+    });
+    return;
+  }
 
   it('Never, main exits 0: the agent creates the request, the Job completes without the controller', async () => {
     const before = await requestsCreatedOnExit();

@@ -2,12 +2,27 @@
 # End-to-end tests against a real local single-node cluster:
 #   builds (or reuses) the Kubernetes binaries, brings the cluster up, runs e2e/**/*.test.ts,
 #   and always tears the cluster down, exiting with the tests' status.
-# Run as `npm run e2e` (root). ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS
-# (space-separated files or globs, default "e2e/**/*.test.ts") runs a subset.
-# `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo does).
+# Run as `npm run e2e` (root): the suite runs on the oldest and then on the newest supported
+# release (e2e/cluster/versions.env); `K8S_VERSION=v1.x.y npm run e2e` runs it on one.
+# ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS (space-separated files or globs,
+# default "e2e/**/*.test.ts") runs a subset.
+# `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo and the
+# benchmark do), on K8S_VERSION (default: the newest).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+
+if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
+  # shellcheck source=cluster/versions.env
+  source e2e/cluster/versions.env
+  failed=()
+  for version in "$K8S_OLDEST" "$K8S_NEWEST"; do
+    echo "e2e: ===== Kubernetes $version ====="
+    K8S_VERSION=$version bash "$0" || failed+=("$version")
+  done
+  [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed on Kubernetes ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
 # The project's Node 24 (npm puts it first on PATH; this also covers a direct `bash e2e/run.sh`).
 export PATH="$repo/node_modules/.bin:$PATH"
 t0=$(date +%s)
@@ -46,7 +61,7 @@ else
   read -r -a tests <<<"${ST_E2E_TESTS:-e2e/**/*.test.ts}"
   command=(node --test --test-concurrency=1 "${tests[@]}")
 fi
-echo "e2e: node $(node --version), running ${command[*]}"
+echo "e2e: Kubernetes $K8S_VERSION, node $(node --version), running ${command[*]}"
 t_tests=$(date +%s)
 set +e
 "${command[@]}" 9>&-

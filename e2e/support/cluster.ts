@@ -11,6 +11,8 @@ export interface ClusterEnv {
   containerdSocket: string;
   containerdNamespace: string;
   k8sBinDir: string;
+  /** The Kubernetes release the cluster runs (e2e/cluster/versions.env). */
+  k8sVersion: string;
   imagesDir: string;
   podCIDR: string;
   serviceIP: string;
@@ -61,12 +63,23 @@ export function clusterEnv(): ClusterEnv {
     containerdSocket: need('ST_CONTAINERD_SOCK'),
     containerdNamespace: need('ST_CONTAINERD_NAMESPACE'),
     k8sBinDir: need('ST_K8S_BIN'),
+    k8sVersion: need('ST_K8S_VERSION'),
     imagesDir: need('ST_IMAGES_DIR'),
     podCIDR: need('ST_POD_CIDR'),
     serviceIP: need('ST_SERVICE_IP'),
     logsDir: need('ST_LOGS_DIR'),
   };
   return cached;
+}
+
+/**
+ * What differs by release, as the README's "Supported Kubernetes versions" states it: the tests
+ * expect it from the version, so a wrong detection by the agent or the controller shows.
+ */
+export function versionFeatures(version = clusterEnv().k8sVersion): { admissionPolicies: boolean; nativeSidecars: boolean } {
+  const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1]);
+  if (!Number.isInteger(minor)) throw new Error(`not a Kubernetes version: ${version}`);
+  return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29 };
 }
 
 export interface Clients {

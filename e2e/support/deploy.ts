@@ -1,13 +1,13 @@
 // sidecar-terminator deployed on the e2e cluster the way users deploy it: the project image built
 // offline from the build output the Dockerfile packages, imported into the node's containerd, and
-// the kustomize base applied with kubectl through a small overlay (image name, the cluster's
-// runtime directory, fast resyncs for tests).
+// manifests/default (1.30+) or manifests/base (before) applied with kubectl through a small overlay
+// (image name, the cluster's runtime directory, fast resyncs for tests).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { clients, clusterEnv } from './cluster.ts';
+import { clients, clusterEnv, versionFeatures } from './cluster.ts';
 import { kubectl } from './kubectl.ts';
 import { waitFor } from './wait.ts';
 
@@ -47,18 +47,21 @@ function writeOverlay(): string {
   writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ${relative(dir, join(ROOT, 'manifests/base'))}
+  - ${relative(dir, join(ROOT, versionFeatures().admissionPolicies ? 'manifests/default' : 'manifests/base'))}
 images:
   - name: ghcr.io/sidecar-terminator/sidecar-terminator
     newName: ${name}
     newTag: "${tag}"
 patches:
-  - path: test-settings.yaml
+  - path: agent-settings.yaml
+  - path: controller-settings.yaml
+  - path: settings.yaml
 ${resync('DaemonSet', AGENT)}
 ${resync('Deployment', CONTROLLER)}
 `);
-  // The cluster's containerd socket lives in its state directory, not the host's /var/run.
-  writeFileSync(join(dir, 'test-settings.yaml'), `apiVersion: apps/v1
+  // The cluster's containerd socket lives in its state directory, not the host's /var/run. One
+  // object per patch file: 1.27's kubectl takes no more.
+  writeFileSync(join(dir, 'agent-settings.yaml'), `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
   name: ${AGENT}
@@ -73,8 +76,8 @@ spec:
         - name: host-run
           hostPath:
             path: ${env.clusterDir}
----
-apiVersion: apps/v1
+`);
+  writeFileSync(join(dir, 'controller-settings.yaml'), `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: ${CONTROLLER}
@@ -85,8 +88,8 @@ spec:
       containers:
         - name: controller
           imagePullPolicy: Never
----
-apiVersion: v1
+`);
+  writeFileSync(join(dir, 'settings.yaml'), `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: sidecar-terminator-settings
