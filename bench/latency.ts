@@ -1,4 +1,5 @@
-// Part 1: termination latency, sidecar-terminator vs the same sidecar as a native sidecar, in one run.
+// Part 1: termination latency, sidecar-terminator vs the same sidecar as a native sidecar, in one run
+// (ours alone on releases without native sidecars, before 1.29).
 // Every Job: a main that sleeps 2 s and a sidecar that exits 0 on SIGTERM at once. Both kinds run
 // side by side in each batch, so they see the same load. Times:
 //  - main finished → sidecar finished: the runtime's own nanosecond finishedAt of both containers
@@ -33,8 +34,9 @@ export interface LatencyResult {
   batchSize: number;
   samples: JobSample[];
   ours: { mainToSidecarMs: Summary; createdToCompleteMs: Summary };
-  native: { mainToSidecarMs: Summary; createdToCompleteMs: Summary };
-  ratio: { mainToSidecarP50: number; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
+  /** Absent where the release has no native sidecars. */
+  native?: { mainToSidecarMs: Summary; createdToCompleteMs: Summary };
+  ratio?: { mainToSidecarP50: number; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
   /** Ours: main finished → kubelet's report in the API → request seen → sidecar finished (p50/p99 of each step). */
   oursBreakdown: { mainToReportedMs: Summary; reportedToRequestMs: Summary; requestToSidecarFinishedMs: Summary };
   failures: string[];
@@ -55,7 +57,7 @@ function nativeJob(name: string): V1Job {
 
 const complete = (job: V1Job, type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
 
-export async function runLatency(ctx: Context, jobsPerKind = 50, batchSize = 10): Promise<LatencyResult> {
+export async function runLatency(ctx: Context, jobsPerKind = 50, batchSize = 10, withNative = true): Promise<LatencyResult> {
   const namespace = await createNamespace(ctx, 'bench-latency');
   const created = new Map<string, number>();
   const finished = new Map<string, { at: number; type: string }>();
@@ -79,7 +81,8 @@ export async function runLatency(ctx: Context, jobsPerKind = 50, batchSize = 10)
 
   const names: { kind: Kind; name: string }[] = [];
   for (let i = 0; i < jobsPerKind; i++) {
-    names.push({ kind: 'ours', name: `ours-${String(i).padStart(3, '0')}` }, { kind: 'native', name: `native-${String(i).padStart(3, '0')}` });
+    names.push({ kind: 'ours', name: `ours-${String(i).padStart(3, '0')}` });
+    if (withNative) names.push({ kind: 'native', name: `native-${String(i).padStart(3, '0')}` });
   }
   const failures: string[] = [];
   const samples: JobSample[] = [];
@@ -133,21 +136,24 @@ export async function runLatency(ctx: Context, jobsPerKind = 50, batchSize = 10)
     createdToCompleteMs: summarize(of(kind).map((s) => s.createdToCompleteMs)),
   });
   const ours = sum('ours');
-  const native = sum('native');
+  const native = withNative ? sum('native') : undefined;
   const withSteps = of('ours').filter((s) => s.mainReportedMs !== undefined && s.requestSeenMs !== undefined);
   return {
     method: 'Jobs pinned to the node, main `sleep 2`, sidecar `' + SIDECAR_SCRIPT + '` (exits 0 on SIGTERM at once); ours: a regular container marked ' +
-      `${SIDECAR_MARK.name}=true; native: the same container as an init container with restartPolicy Always. ${batchSize} Jobs at a time ` +
-      `(half ours, half native, created together), next batch when all have finished. main→sidecar: containerd's finishedAt (ns) of both ` +
+      `${SIDECAR_MARK.name}=true; ${withNative ? 'native: the same container as an init container with restartPolicy Always' : 'no native sidecars on this release'}. ${batchSize} Jobs at a time ` +
+      `(${withNative ? 'half ours, half native, ' : ''}created together), next batch when all have finished. main→sidecar: containerd's finishedAt (ns) of both ` +
       'containers via CRI ContainerStatus. created→complete: benchmark clock, create request sent → Job watch event with Complete=True received.',
     jobsPerKind, batchSize, samples,
-    ours, native,
-    ratio: {
-      mainToSidecarP50: ratio(ours.mainToSidecarMs.p50, native.mainToSidecarMs.p50),
-      mainToSidecarP90: ratio(ours.mainToSidecarMs.p90, native.mainToSidecarMs.p90),
-      mainToSidecarP99: ratio(ours.mainToSidecarMs.p99, native.mainToSidecarMs.p99),
-      createdToCompleteP50: ratio(ours.createdToCompleteMs.p50, native.createdToCompleteMs.p50),
-    },
+    ours,
+    ...(native ? {
+      native,
+      ratio: {
+        mainToSidecarP50: ratio(ours.mainToSidecarMs.p50, native.mainToSidecarMs.p50),
+        mainToSidecarP90: ratio(ours.mainToSidecarMs.p90, native.mainToSidecarMs.p90),
+        mainToSidecarP99: ratio(ours.mainToSidecarMs.p99, native.mainToSidecarMs.p99),
+        createdToCompleteP50: ratio(ours.createdToCompleteMs.p50, native.createdToCompleteMs.p50),
+      },
+    } : {}),
     oursBreakdown: {
       mainToReportedMs: summarize(withSteps.map((s) => s.mainReportedMs!)),
       reportedToRequestMs: summarize(withSteps.map((s) => s.requestSeenMs! - s.mainReportedMs!)),

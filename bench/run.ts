@@ -3,7 +3,9 @@
 //   1. termination latency vs native sidecars   2. a burst of 100 Jobs   3. the agent's footprint
 //   4. the controller with 20,000 Pods   5. a soak of Jobs finishing for 30 minutes (memory over time)
 // Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,soak selects parts (default
-// all); the results of parts not run are kept from the previous results.json.
+// all); the results of parts not run are kept from the previous results.json. On the oldest
+// supported release (e2e/cluster/versions.env; bench/run.sh runs it after the newest) only part 1
+// runs, ours alone (no native sidecars there), into `latencyOldest` of the same results.json.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -42,6 +44,8 @@ interface Results {
   deployment: Record<string, unknown>;
   targets: Target[];
   latency?: LatencyResult;
+  /** Part 1 on the oldest supported release: ours alone. */
+  latencyOldest?: LatencyResult & { kubernetes: string; generatedAt: string; commit: unknown };
   burst?: BurstResult;
   burstNative?: NativeBurstResult;
   agent?: AgentResult;
@@ -56,6 +60,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,soak').split(',').map((s) => s.trim()));
   const ctx = await createContext();
+  if (await onOldestRelease(ctx)) return latencyOnOldest(ctx, started);
   const deployed = await deploy(ctx);
   const results: Results = {
     generatedAt: new Date().toISOString(),
@@ -105,19 +110,48 @@ async function main(): Promise<void> {
   }));
 
   results.durationSeconds = Math.round((Date.now() - started) / 1000);
-  const out = process.env.BENCH_OUT_DIR ?? HERE;
+  const out = outDir();
   mkdirSync(out, { recursive: true });
   keepPreviousParts(results, join(out, 'results.json'), parts);
   results.targets = targets(results);
-  // Arrays of numbers on one line each: the file stays readable.
-  const json = JSON.stringify(results, null, 2).replace(/\[\s+(-?[\d.]+(?:,\s+-?[\d.]+)*)\s+\]/g, (_m, inner: string) => `[${inner.split(/,\s+/).join(', ')}]`);
-  writeFileSync(join(out, 'results.json'), `${json}\n`);
+  writeResults(results, join(out, 'results.json'));
   const png = chart(results, join(out, 'latency.svg'), join(out, 'latency.png'));
   printTable(results);
   console.log(`bench: wrote ${join(out, 'results.json')}${png ? ` and ${join(out, 'latency.png')}` : ''} after ${results.durationSeconds} s`);
   ctx.cri.close();
   ctx.kube.close();
   if (Object.keys(results.errors).length > 0) process.exitCode = 1;
+}
+
+const outDir = () => process.env.BENCH_OUT_DIR ?? HERE;
+
+function writeResults(results: Results, path: string): void {
+  // Arrays of numbers on one line each: the file stays readable.
+  const json = JSON.stringify(results, null, 2).replace(/\[\s+(-?[\d.]+(?:,\s+-?[\d.]+)*)\s+\]/g, (_m, inner: string) => `[${inner.split(/,\s+/).join(', ')}]`);
+  writeFileSync(path, `${json}\n`);
+}
+
+async function onOldestRelease(ctx: Context): Promise<boolean> {
+  const releases = readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8');
+  const oldest = /^K8S_OLDEST=(\S+)/m.exec(releases)?.[1];
+  return (await ctx.kube.get<{ gitVersion: string }>('/version')).gitVersion === oldest;
+}
+
+/** Part 1 alone, ours only, into the latencyOldest of the newest release's results.json. */
+async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
+  const path = join(outDir(), 'results.json');
+  const results = JSON.parse(readFileSync(path, 'utf8')) as Results;
+  await deploy(ctx);
+  const env = await environment(ctx);
+  ctx.log(`latency on the oldest supported release (${String(env.kubernetes)}): ours alone`);
+  const latency = await runLatency(ctx, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false);
+  results.latencyOldest = { kubernetes: String(env.kubernetes), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
+  results.targets = targets(results);
+  writeResults(results, path);
+  printTable(results);
+  console.log(`bench: wrote latencyOldest into ${path} after ${Math.round((Date.now() - started) / 1000)} s`);
+  ctx.cri.close();
+  ctx.kube.close();
 }
 
 /** Parts not run this time keep their results (and say when they were measured). */
@@ -128,6 +162,8 @@ function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<st
   } catch {
     return;
   }
+  // The oldest release's figures are always kept: that run writes them itself.
+  if (previous.latencyOldest) results.latencyOldest = previous.latencyOldest;
   const keys: Record<string, (keyof Results)[]> = { latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'] };
   const kept: string[] = [];
   for (const [part, fields] of Object.entries(keys)) {
@@ -160,7 +196,9 @@ function targets(r: Results): Target[] {
   const t: Target[] = [];
   const add = (what: string, target: string, value: number | undefined, unit: string, ok: (v: number) => boolean) =>
     t.push({ what, target, value: value === undefined || Number.isNaN(value) ? 'not measured' : `${value}${unit}`, met: value === undefined || Number.isNaN(value) ? null : ok(value) });
-  add('ours / native, main finished → sidecar finished, p50', '≤ 1.0', r.latency?.ratio.mainToSidecarP50, '', (v) => v <= 1.0);
+  add('ours / native, main finished → sidecar finished, p50', '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
+  add(`${r.latencyOldest?.kubernetes ?? 'oldest release'} (no native sidecars): main finished → sidecar finished, p50`, '≤ newest release\'s native p50', r.latencyOldest?.ours.mainToSidecarMs.p50, ' ms',
+    (v) => r.latency?.native !== undefined && v <= r.latency.native.mainToSidecarMs.p50);
   add('burst of 100: main → sidecar finished, p99', '< 2000 ms', r.burst?.mainToSidecarMs.p99, ' ms', (v) => v < 2000);
   add('burst of 100: missed', '0', r.burst?.missed, '', (v) => v === 0);
   // Figures are in MiB; the targets in MB (10^6 bytes).
@@ -179,13 +217,19 @@ function targets(r: Results): Target[] {
 
 function printTable(r: Results): void {
   const rows: string[][] = [['', 'value', 'target', '']];
+  const percentiles = (s: { p50: number; p90: number; p99: number }) => `${s.p50} / ${s.p90} / ${s.p99} ms`;
   if (r.latency) {
     const { ours, native, ratio } = r.latency;
-    rows.push(['main → sidecar finished, ours p50/p90/p99', `${ours.mainToSidecarMs.p50} / ${ours.mainToSidecarMs.p90} / ${ours.mainToSidecarMs.p99} ms`, '', '']);
-    rows.push(['main → sidecar finished, native p50/p90/p99', `${native.mainToSidecarMs.p50} / ${native.mainToSidecarMs.p90} / ${native.mainToSidecarMs.p99} ms`, '', '']);
-    rows.push(['Job created → complete, ours p50/p90/p99', `${ours.createdToCompleteMs.p50} / ${ours.createdToCompleteMs.p90} / ${ours.createdToCompleteMs.p99} ms`, '', '']);
-    rows.push(['Job created → complete, native p50/p90/p99', `${native.createdToCompleteMs.p50} / ${native.createdToCompleteMs.p90} / ${native.createdToCompleteMs.p99} ms`, '', '']);
-    rows.push(['ratio ours / native (main → sidecar p50, Job p50)', `${ratio.mainToSidecarP50}, ${ratio.createdToCompleteP50}`, '', '']);
+    rows.push(['main → sidecar finished, ours p50/p90/p99', percentiles(ours.mainToSidecarMs), '', '']);
+    if (native) rows.push(['main → sidecar finished, native p50/p90/p99', percentiles(native.mainToSidecarMs), '', '']);
+    rows.push(['Job created → complete, ours p50/p90/p99', percentiles(ours.createdToCompleteMs), '', '']);
+    if (native) rows.push(['Job created → complete, native p50/p90/p99', percentiles(native.createdToCompleteMs), '', '']);
+    if (ratio) rows.push(['ratio ours / native (main → sidecar p50, Job p50)', `${ratio.mainToSidecarP50}, ${ratio.createdToCompleteP50}`, '', '']);
+  }
+  if (r.latencyOldest) {
+    const { kubernetes, ours } = r.latencyOldest;
+    rows.push([`${kubernetes}: main → sidecar finished, ours p50/p90/p99`, percentiles(ours.mainToSidecarMs), '', '']);
+    rows.push([`${kubernetes}: Job created → complete, ours p50/p90/p99`, percentiles(ours.createdToCompleteMs), '', '']);
   }
   if (r.burst) rows.push(['burst, ours: p50 / p99, missed, main spread', `${r.burst.mainToSidecarMs.p50} / ${r.burst.mainToSidecarMs.p99} ms, ${r.burst.missed}, ${r.burst.mainFinishSpreadMs} ms`, '', '']);
   if (r.burst) rows.push(['burst, ours: main → reported → request → sidecar p50', `${r.burst.breakdown.mainToReportedMs.p50} + ${r.burst.breakdown.reportedToRequestMs.p50} + ${r.burst.breakdown.requestToSidecarFinishedMs.p50} ms`, '', '']);
@@ -215,18 +259,21 @@ function printTable(r: Results): void {
 function chart(r: Results, svgPath: string, pngPath: string): boolean {
   const ours = r.latency?.samples.filter((s) => s.kind === 'ours') ?? [];
   const native = r.latency?.samples.filter((s) => s.kind === 'native') ?? [];
+  const oldest = r.latencyOldest?.samples ?? [];
+  const oldestSeries = (pick: (s: { mainToSidecarMs: number; createdToCompleteMs: number }) => number) =>
+    oldest.length > 0 ? [{ label: `sidecar-terminator on ${r.latencyOldest!.kubernetes}`, color: '#17becf', values: oldest.map(pick) }] : [];
   const svg = renderChart(
     'sidecar-terminator benchmarks: latency distributions (empirical CDFs)',
     [
       {
         title: '1. main finished → sidecar finished (50 Jobs each)',
         xLabel: 'ms (containerd finishedAt of both containers)',
-        series: [{ label: 'sidecar-terminator', color: '#1f77b4', values: ours.map((s) => s.mainToSidecarMs) }, { label: 'native sidecar', color: '#ff7f0e', values: native.map((s) => s.mainToSidecarMs) }],
+        series: [{ label: 'sidecar-terminator', color: '#1f77b4', values: ours.map((s) => s.mainToSidecarMs) }, { label: 'native sidecar', color: '#ff7f0e', values: native.map((s) => s.mainToSidecarMs) }, ...oldestSeries((s) => s.mainToSidecarMs)],
       },
       {
         title: '1. Job created → Job complete',
         xLabel: 'ms (create sent → Complete condition seen on a watch)',
-        series: [{ label: 'sidecar-terminator', color: '#1f77b4', values: ours.map((s) => s.createdToCompleteMs) }, { label: 'native sidecar', color: '#ff7f0e', values: native.map((s) => s.createdToCompleteMs) }],
+        series: [{ label: 'sidecar-terminator', color: '#1f77b4', values: ours.map((s) => s.createdToCompleteMs) }, { label: 'native sidecar', color: '#ff7f0e', values: native.map((s) => s.createdToCompleteMs) }, ...oldestSeries((s) => s.createdToCompleteMs)],
       },
       {
         title: `2. burst: ${r.burst?.jobs ?? 100} mains finishing at once, main → sidecar finished`,

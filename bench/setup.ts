@@ -55,8 +55,11 @@ async function waitReady(ctx: Context, pod: V1Pod): Promise<void> {
  * accounting changes, not how the requests are served.
  */
 async function flowSchema(ctx: Context, name: string, serviceAccount: string): Promise<void> {
+  // v1 from 1.29; v1beta3 (the same schema) on 1.27 and 1.28.
+  const group = await ctx.kube.get<{ versions?: { version: string }[] }>('/apis/flowcontrol.apiserver.k8s.io');
+  const version = group.versions?.some((v) => v.version === 'v1') ? 'v1' : 'v1beta3';
   const body = {
-    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    apiVersion: `flowcontrol.apiserver.k8s.io/${version}`,
     kind: 'FlowSchema',
     metadata: { name },
     spec: {
@@ -71,7 +74,7 @@ async function flowSchema(ctx: Context, name: string, serviceAccount: string): P
     },
   };
   try {
-    await ctx.kube.request('POST', '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', body);
+    await ctx.kube.request('POST', `/apis/flowcontrol.apiserver.k8s.io/${version}/flowschemas`, body);
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 409)) throw err;
   }
