@@ -1,30 +1,37 @@
 # sidecar-terminator: one image for both roles. The args choose the role:
 #   docker run IMAGE agent --node-name ...      (DaemonSet)
 #   docker run IMAGE controller ...             (Deployment)
-# Build: docker build -t REGISTRY/sidecar-terminator:TAG .
-# The quick-exit image for virtual nodes is images/quick-exit/Dockerfile.
+# Build and push for linux/amd64 and linux/arm64 in one command (docs/images.md):
+#   IMAGE=REGISTRY/sidecar-terminator TAG=0.1.0 npm run image
+# or for this machine only: docker build -t REGISTRY/sidecar-terminator:TAG . (BuildKit, Docker's
+# default builder since 23.0). The quick-exit image for virtual nodes is images/quick-exit/Dockerfile.
 # Without a registry or Docker, e2e/images/build-project-image.sh builds the same contents offline
-# as an OCI archive (docs/images.md).
+# as an OCI archive.
 
-# ---- build: bundle the TypeScript (scripts/build.ts), then keep only the production dependencies ----
-FROM node:24-bookworm-slim AS build
+# ---- build: bundle the TypeScript (scripts/build.ts), then gather the packages the bundle imports ----
+# On the build machine's own platform whatever the target: the bundle is JavaScript and the packages
+# gathered are JavaScript only (scripts/runtime-modules.ts fails otherwise), so one build serves every
+# platform and nothing runs under emulation.
+FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # No install scripts: the `node` devDependency would download a second Node (this image has one),
 # and the optional native addons of ssh2 (Docker over SSH, unused) fall back to JavaScript.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY main.ts ./
-COPY scripts/build.ts ./scripts/build.ts
+COPY scripts/build.ts scripts/runtime-modules.ts ./scripts/
 COPY agent ./agent
 COPY common ./common
 COPY crr ./crr
-RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+# dist/main.js (minified) and dist/main.js.map; /out/node_modules: only the packages the bundle
+# leaves external (dockerode) and what they need at run time, without TypeScript files and maps.
+RUN npm run build -- dist /tmp/meta.json && node scripts/runtime-modules.ts /tmp/meta.json . /out
 
 # ---- runtime: Node 24 and nothing else (no shell, no package manager) ----
 FROM gcr.io/distroless/nodejs24-debian12:nonroot
 WORKDIR /app
 COPY --from=build /src/package.json ./package.json
-COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /out/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 # Loaded at run time by the agent's runtime clients (from dist/main.js: ../proto).
 COPY proto ./proto
@@ -32,4 +39,5 @@ COPY proto ./proto
 # to reach the root-owned runtime sockets: docs/deploy.md.
 USER 65532:65532
 # Writes nothing: runs with readOnlyRootFilesystem (the manifests mount an emptyDir at /tmp).
-ENTRYPOINT ["/nodejs/bin/node", "/app/dist/main.js"]
+# --enable-source-maps: stack traces name the TypeScript sources (dist/main.js.map).
+ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "/app/dist/main.js"]

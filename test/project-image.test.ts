@@ -1,6 +1,7 @@
 // The project image, built offline by e2e/images/build-project-image.sh, imported into a private
 // containerd and run as the manifests run it (read-only root, no capabilities, default seccomp):
-// proves that the image's Node runtime, its compiled code, dependencies and CRI proto work.
+// proves that the image's Node runtime, its compiled code, dependencies and CRI proto work, that its
+// node_modules holds only the packages the bundle imports, and that stack traces name the .ts sources.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,11 +13,12 @@ import { startContainerd, type Containerd } from './support/containerd.ts';
 import { REPO_ROOT } from './support/images.ts';
 import { run } from './support/run.ts';
 import { atProcessEnd } from './support/sweep.ts';
+import { externalPackages, runtimeClosure, type Lockfile, type Metafile } from '../scripts/runtime-modules.ts';
 
 const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
 const CTR = '/usr/bin/ctr';
 /** The image's entrypoint: `ctr run IMAGE ID ARGS...` replaces it together with the args, so it is given again. */
-const ENTRYPOINT = ['/nodejs/bin/node', '/app/dist/main.js'];
+const ENTRYPOINT = ['/nodejs/bin/node', '--enable-source-maps', '/app/dist/main.js'];
 /** containerd's default capabilities: ctr has no `--cap-drop ALL`, so each is dropped by name. */
 const DEFAULT_CAPS = [
   'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID',
@@ -34,6 +36,38 @@ function projectImage(): Promise<string> {
     return join(dir, 'sidecar-terminator.tar');
   })();
   return archive;
+}
+
+let files: Promise<string[]> | undefined;
+
+/** The paths in the image's layer, without the leading ./ (e.g. app/dist/main.js). */
+function imageFiles(): Promise<string[]> {
+  files ??= (async () => {
+    const archiveFile = await projectImage();
+    const dir = mkdtempSync(join(tmpdir(), 'st-project-image-layout-'));
+    atProcessEnd(() => rmSync(dir, { recursive: true, force: true }));
+    await run('tar', ['-xf', archiveFile, '-C', dir]);
+    const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
+    const blob = (digest: string) => join(dir, 'blobs', ...digest.split(':'));
+    const manifest = JSON.parse(readFileSync(blob(index.manifests[0]!.digest), 'utf8')) as { layers: { digest: string }[] };
+    assert.equal(manifest.layers.length, 1);
+    const { stdout } = await run('tar', ['-tzf', blob(manifest.layers[0]!.digest)]);
+    return stdout.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
+  })();
+  return files;
+}
+
+let externals: Promise<string[]> | undefined;
+
+/** The packages the bundle imports from node_modules, from the metafile of a build like the image's. */
+function bundleExternals(): Promise<string[]> {
+  externals ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-image-meta-'));
+    atProcessEnd(() => rmSync(dir, { recursive: true, force: true }));
+    await run(process.execPath, [join(REPO_ROOT, 'scripts/build.ts'), join(dir, 'dist'), join(dir, 'meta.json')], { cwd: REPO_ROOT });
+    return externalPackages(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as Metafile);
+  })();
+  return externals;
 }
 
 interface Exit {
@@ -62,10 +96,10 @@ describe('the project image', () => {
   });
 
   /**
-   * `ctr run --rm` of the image: with args, the entrypoint and them; without, the image's own
-   * entrypoint. The container's cgroup and runc state stay in the private daemon's scope.
+   * `ctr run --rm` of the image: with args, the entrypoint (or `command`) and them; without, the
+   * image's own entrypoint. The container's cgroup and runc state stay in the private daemon's scope.
    */
-  function start(args: string[], mounts: string[] = []): Running {
+  function start(args: string[], mounts: string[] = [], command = ENTRYPOINT): Running {
     const id = `st-image-${randomBytes(4).toString('hex')}`;
     const child = spawn(CTR, [
       '-a', containerd.socket, '-n', 'k8s.io', 'run', '--rm',
@@ -74,7 +108,7 @@ describe('the project image', () => {
       '--runc-root', join(containerd.dir, 'runc'),
       '--fifo-dir', join(containerd.dir, 'fifo'),
       ...mounts.flatMap((m) => ['--mount', m]),
-      IMAGE, id, ...(args.length ? [...ENTRYPOINT, ...args] : []),
+      IMAGE, id, ...(args.length ? [...command, ...args] : []),
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -155,5 +189,56 @@ describe('the project image', () => {
     await run(CTR, ['-a', containerd.socket, '-n', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGTERM', agent.id]);
     const { code } = await agent.exited;
     assert.equal(code, 0, agent.output());
+  });
+
+  it('node_modules holds the packages the bundle imports and what they need, and nothing else', async () => {
+    const files = await imageFiles();
+    const packages = new Set(files.flatMap((f) => /^app\/(node_modules\/(?:.+\/node_modules\/)?(?:@[^/]+\/)?[^/@]+)\/package\.json$/.exec(f)?.[1] ?? []));
+    for (const name of ['dockerode', 'docker-modem', 'ssh2']) assert.ok(packages.has(`node_modules/${name}`), `${name} in the image`);
+    // devDependencies, packages the bundle inlines, and native add-ons built only by install scripts.
+    for (const name of [
+      'typescript', 'eslint', 'esbuild', 'node', 'typescript-eslint', '@eslint/js', '@types/dockerode',
+      'winston', 'logform', 'prom-client', 'bintrees', 'cpu-features', 'nan', 'buildcheck',
+    ]) {
+      assert.ok(!packages.has(`node_modules/${name}`), `${name} is not in the image`);
+    }
+    // Exactly the closure, in the lockfile's layout, of what the bundle leaves external.
+    const names = await bundleExternals();
+    assert.ok(names.includes('dockerode'), `externals: ${names.join(', ')}`);
+    const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as Lockfile;
+    assert.deepEqual([...packages].sort(), runtimeClosure(lock, names));
+    // Of each package, no TypeScript file and no source map; the bundle with its map.
+    const unloaded = files.filter((f) => f.startsWith('app/node_modules/') && /\.(?:[cm]?ts|[cm]?[jt]s\.map)$/.test(f));
+    assert.deepEqual(unloaded, []);
+    assert.deepEqual(files.filter((f) => f.startsWith('app/dist/') && !f.endsWith('/')).sort(), ['app/dist/main.js', 'app/dist/main.js.map']);
+  });
+
+  it('loads every package the bundle leaves external', async () => {
+    // Each imported as the bundle does, from /app; and a Docker client on a socket that is not
+    // there: dockerode, docker-modem and ssh2 work, the ping fails with ENOENT.
+    const names = await bundleExternals();
+    const script = [
+      `for (const name of ${JSON.stringify(names)}) { await import(name); console.log('loaded', name); }`,
+      "const { default: Docker } = await import('dockerode');",
+      "await new Docker({ socketPath: '/tmp/none.sock' }).ping().catch((e) => console.log('ping', e.code));",
+    ].join('\n');
+    const { code, stdout, stderr } = await start(['--input-type=module', '-e', script], [], ['/nodejs/bin/node']).exited;
+    assert.equal(code, 0, stderr);
+    for (const name of names) assert.ok(stdout.includes(`loaded ${name}\n`), stdout);
+    assert.match(stdout, /^ping ENOENT$/m);
+  });
+
+  it("a stack trace through the bundle names the TypeScript sources (the entrypoint's --enable-source-maps)", async () => {
+    // The first write to stderr prints the stack that made it: the agent's usage, from main.ts.
+    const script = [
+      'const write = process.stderr.write.bind(process.stderr); let first = true;',
+      "process.stderr.write = (chunk, ...rest) => { if (first) { first = false; write(new Error('where').stack + '\\n'); } return write(chunk, ...rest); };",
+      "process.argv.splice(1, Infinity, '/app/dist/main.js', 'agent');",
+      "await import('/app/dist/main.js');",
+    ].join('\n');
+    const { stderr } = await start([...ENTRYPOINT.slice(1, -1), '--input-type=module', '-e', script], [], ['/nodejs/bin/node']).exited;
+    assert.match(stderr, /the node name is required/);
+    assert.match(stderr, /^\s+at .*\/app\/main\.ts:\d+:\d+\)?$/m, stderr);
+    assert.doesNotMatch(stderr, /\/app\/dist\/main\.js:\d+:\d+/, stderr);
   });
 });

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the project image offline (no registry, no `docker build`), with what the Dockerfile packages:
-#   /app/dist          `npm run build` output (one bundled module, main.js)
-#   /app/node_modules  production dependencies only, no install scripts (`npm ci --omit=dev --ignore-scripts`);
-#                      of them the bundle loads only dockerode (on nodes with a Docker socket)
+#   /app/dist          `npm run build` output (one minified module, main.js, and its source map)
+#   /app/node_modules  only the packages the bundle leaves external (dockerode, loaded on nodes with
+#                      a Docker socket) and what they need at run time, from `npm ci --omit=dev
+#                      --ignore-scripts`, without TypeScript files and maps (scripts/runtime-modules.ts)
 #   /app/proto         the CRI and containerd events protos, loaded at run time by agent/runtime/
 #   /app/package.json  ("type": "module")
 # plus a Node 24 runtime in the layout of gcr.io/distroless/nodejs24-debian12: the binary of the
@@ -10,7 +11,8 @@
 # /etc/passwd with a non-root user 65532, and /tmp.
 #   OUT_DIR/sidecar-terminator.tar  OCI archive, sidecar-terminator.local/sidecar-terminator:dev
 #   (override the name with IMAGE=...), user 65532:65532,
-#   entrypoint ["/nodejs/bin/node", "/app/dist/main.js"]: pass `agent` or `controller` and flags.
+#   entrypoint ["/nodejs/bin/node", "--enable-source-maps", "/app/dist/main.js"]: pass `agent` or
+#   `controller` and flags.
 # Usage: build-project-image.sh OUT_DIR. Import with `ctr -n k8s.io images import OUT_DIR/sidecar-terminator.tar`.
 # The dependencies come from npm's cache when present (--prefer-offline), else the npm registry.
 set -euo pipefail
@@ -39,18 +41,14 @@ root="$work/rootfs"
 app="$root/app"
 mkdir -p "$app" "$root/nodejs/bin" "$root/etc" "$root/tmp"
 
-# The application, bundled as `npm run build` does it.
-(cd "$repo" && npm run --silent build -- "$app/dist")
+# The application, bundled as `npm run build` does it, and the packages it imports (as the Dockerfile).
+(cd "$repo" && npm run --silent build -- "$app/dist" "$work/meta.json")
 cp -r "$repo/proto" "$app/proto"
 cp "$repo/package.json" "$app/package.json"
-cp "$repo/package-lock.json" "$work/package-lock.json"
-(
-  cd "$work"
-  cp "$repo/package.json" package.json
-  npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null
-  rm -f node_modules/.package-lock.json
-  mv node_modules "$app/node_modules"
-)
+mkdir "$work/npm"
+cp "$repo/package.json" "$repo/package-lock.json" "$work/npm/"
+(cd "$work/npm" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
+"$node_bin" "$repo/scripts/runtime-modules.ts" "$work/meta.json" "$work/npm" "$app" >/dev/null
 
 # The runtime: the node binary and the libraries it links (ldd resolves them on this machine).
 cp "$node_bin" "$root/nodejs/bin/node"
@@ -82,7 +80,7 @@ tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$work/layer.
 unpacked=$(oci_size "$work/layer.tar")
 gzip -n -6 "$work/layer.tar"
 oci_archive "$out/sidecar-terminator.tar" "$image" "$work/layer.tar.gz" \
-  '"User":"65532:65532","WorkingDir":"/app","Entrypoint":["/nodejs/bin/node","/app/dist/main.js"]'
+  '"User":"65532:65532","WorkingDir":"/app","Entrypoint":["/nodejs/bin/node","--enable-source-maps","/app/dist/main.js"]'
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 echo "built $image (node $node_version, $OCI_ARCH): $out/sidecar-terminator.tar $(mib "$(oci_size "$out/sidecar-terminator.tar")"), unpacked $(mib "$unpacked")"

@@ -1,0 +1,165 @@
+// `node scripts/runtime-modules.ts METAFILE PROJECT_DIR OUT_DIR`: the node_modules of the image.
+// The bundle (scripts/build.ts) inlines every dependency but the packages it leaves external; only
+// those, and the packages they need at run time, go into OUT_DIR/node_modules, copied from
+// PROJECT_DIR/node_modules (an `npm ci` of PROJECT_DIR/package-lock.json) at their locked paths.
+//   METAFILE  esbuild's metafile of the bundle: `npm run build -- OUT METAFILE` writes it; the
+//             external packages are the bare imports of the bundle that are not Node built-ins.
+// What is followed from each package: its dependencies and its required peer dependencies. Not its
+// optional dependencies: here they are native add-ons (ssh2's cpu-features and nan) built only by
+// install scripts, which the image build does not run, and their packages fall back without them.
+// Of each package, the files Node never loads are left out: TypeScript (declarations and sources;
+// Node does not strip types under node_modules) and source maps of the packages' own builds.
+// Fails, naming the package, when an external is not a production dependency of the project, when a
+// package is missing or at another version than the lockfile's, or when a package is made for one
+// OS or CPU only (the image's node_modules is built once, on the build machine, for every platform).
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+
+/** The parts of esbuild's metafile read here. */
+export interface Metafile {
+  outputs: Record<string, { imports: { path: string; kind: string; external?: boolean }[] }>;
+}
+
+/** The parts of a package-lock.json (lockfile version 2 or 3) read here. */
+export interface LockEntry {
+  version?: string;
+  dev?: boolean;
+  optional?: boolean;
+  link?: boolean;
+  os?: string[];
+  cpu?: string[];
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+export interface Lockfile {
+  lockfileVersion: number;
+  packages: Record<string, LockEntry>;
+}
+
+/** `@scope/name/sub/path` → `@scope/name`; `name/sub` → `name`. */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+/** The packages the bundle imports at run time from node_modules, sorted. */
+export function externalPackages(metafile: Metafile): string[] {
+  const names = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const { path, external } of output.imports) {
+      if (!external || isBuiltin(path) || path.startsWith('.') || path.startsWith('/')) continue;
+      names.add(packageName(path));
+    }
+  }
+  return [...names].sort();
+}
+
+/** The lockfile path of the package that `name` resolves to from the package at `from` ('' = the project). */
+function resolve(lock: Lockfile, from: string, name: string): string | undefined {
+  for (let base = from; ; base = base.slice(0, Math.max(0, base.lastIndexOf('/node_modules/')))) {
+    const path = `${base ? `${base}/` : ''}node_modules/${name}`;
+    if (lock.packages[path]) return path;
+    if (!base) return undefined;
+  }
+}
+
+/**
+ * The lockfile paths (`node_modules/a`, `node_modules/a/node_modules/b`, ...) of `roots` and of
+ * everything they need at run time, sorted. Throws when a root is not a production dependency of
+ * the project, or a needed package is absent from the lockfile or platform-specific.
+ */
+export function runtimeClosure(lock: Lockfile, roots: string[]): string[] {
+  if (lock.lockfileVersion < 2) throw new Error(`package-lock.json version ${lock.lockfileVersion}: version 2 or later is needed`);
+  const project = lock.packages[''] ?? {};
+  const found = new Set<string>();
+  const queue: { from: string; name: string; by: string }[] = [];
+  for (const name of roots) {
+    if (!project.dependencies?.[name]) {
+      const where = project.devDependencies?.[name] ? 'a devDependency' : 'not a dependency';
+      throw new Error(`${name} is left external by the bundle but is ${where} in package.json: ` +
+        `move it to "dependencies" (npm ci --omit=dev would not install it)`);
+    }
+    queue.push({ from: '', name, by: 'the bundle' });
+  }
+  for (let item = queue.shift(); item; item = queue.shift()) {
+    const path = resolve(lock, item.from, item.name);
+    if (!path) throw new Error(`${item.name} (needed by ${item.by}) is not in package-lock.json: run npm install`);
+    if (found.has(path)) continue;
+    const entry = lock.packages[path]!;
+    if (entry.link) throw new Error(`${path} is a link (a workspace or a file: dependency): not supported`);
+    if (entry.os || entry.cpu) {
+      throw new Error(`${path} (needed by ${item.by}) is for ${[...(entry.os ?? []), ...(entry.cpu ?? [])].join(', ')} only: ` +
+        'the image\'s node_modules is built once for every platform');
+    }
+    found.add(path);
+    const needed = Object.keys(entry.dependencies ?? {});
+    for (const peer of Object.keys(entry.peerDependencies ?? {})) {
+      if (!entry.peerDependenciesMeta?.[peer]?.optional) needed.push(peer);
+    }
+    for (const name of needed) queue.push({ from: path, name, by: path.replace(/^.*node_modules\//, '') });
+  }
+  return [...found].sort();
+}
+
+/** Files of a package that Node never loads: TypeScript files, and source maps of JavaScript or TypeScript. */
+export const UNLOADED_FILE = /\.(?:[cm]?ts|[cm]?js\.map|[cm]?ts\.map)$/;
+
+/**
+ * Copies the packages at `paths` from `projectDir` into `outDir` (same relative paths), each without
+ * its own nested node_modules (the packages of the closure in there are copied by their own paths)
+ * and without the files Node never loads (UNLOADED_FILE).
+ * Throws when a package is not installed at the lockfile's version.
+ */
+export function copyPackages(lock: Lockfile, paths: string[], projectDir: string, outDir: string): void {
+  for (const path of paths) {
+    const src = join(projectDir, path);
+    const manifest = join(src, 'package.json');
+    if (!existsSync(manifest)) throw new Error(`${src} is not installed: run npm ci`);
+    const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version?: string };
+    const locked = lock.packages[path]!.version;
+    if (locked && version !== locked) throw new Error(`${src} is version ${version}, package-lock.json has ${locked}: run npm ci`);
+    const nested = join(src, 'node_modules');
+    mkdirSync(join(outDir, path), { recursive: true });
+    cpSync(src, join(outDir, path), {
+      recursive: true,
+      filter: (from) => from !== nested && !(UNLOADED_FILE.test(from) && lstatSync(from).isFile()),
+    });
+    removeEmptyDirs(join(outDir, path));
+  }
+}
+
+/** Removes the directories under `dir` left empty (e.g. @types/node's, of declarations only). */
+function removeEmptyDirs(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name === 'node_modules') continue;
+    const sub = join(dir, entry.name);
+    removeEmptyDirs(sub);
+    if (readdirSync(sub).length === 0) rmdirSync(sub);
+  }
+}
+
+if (import.meta.main) {
+  const [metafilePath, projectDir, outDir] = process.argv.slice(2);
+  if (!metafilePath || !projectDir || !outDir) {
+    console.error('usage: node scripts/runtime-modules.ts METAFILE PROJECT_DIR OUT_DIR');
+    process.exit(2);
+  }
+  try {
+    if (existsSync(join(outDir, 'node_modules'))) throw new Error(`${join(outDir, 'node_modules')} exists already`);
+    const metafile = JSON.parse(readFileSync(metafilePath, 'utf8')) as Metafile;
+    const lock = JSON.parse(readFileSync(join(projectDir, 'package-lock.json'), 'utf8')) as Lockfile;
+    const externals = externalPackages(metafile);
+    const paths = runtimeClosure(lock, externals);
+    mkdirSync(join(outDir, 'node_modules'), { recursive: true });
+    copyPackages(lock, paths, projectDir, outDir);
+    console.log(`node_modules: ${paths.length} packages, for ${externals.join(', ') || 'nothing (no external package)'}`);
+  } catch (error) {
+    console.error(`runtime-modules.ts: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
