@@ -1,7 +1,9 @@
 // `npm run build [OUT_DIR [METAFILE]]`: one ES module, OUT_DIR/main.js (default dist/), with every dependency
-// but dockerode inlined. One bundled file loads with much less memory than hundreds of modules
+// but two inlined. One bundled file loads with much less memory than hundreds of modules
 // (measured: 14 MiB less resident for the agent), which matters for a daemon on every node.
-// dockerode stays in node_modules: the agent imports it only on nodes with a Docker socket.
+// The two stay in node_modules, imported only where needed: dockerode on nodes with a Docker
+// socket, @kubernetes/client-node for a kubeconfig user with a credential plugin
+// (common/kube/plugin-token.ts), never in a cluster.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
@@ -19,7 +21,7 @@ const result = await build({
   platform: 'node',
   format: 'esm',
   target: 'node24',
-  external: ['dockerode'],
+  external: ['dockerode', '@kubernetes/client-node'],
   // The CommonJS dependencies (grpc-js, protobufjs, winston) require() Node's built-in modules.
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   minify: true,

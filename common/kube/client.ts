@@ -131,6 +131,8 @@ export class KubeClient {
         cert: conn.cert,
         key: conn.key,
         rejectUnauthorized: !conn.insecureSkipTLSVerify,
+        // The proxy the loader chose, or none: never Node's own reading of the environment.
+        proxyEnv: { HTTPS_PROXY: conn.proxy },
       });
       this.request = httpsRequest;
     } else if (this.base.protocol === 'http:' && LOOPBACK_HOSTS.has(this.base.hostname)) {
@@ -226,13 +228,14 @@ export class KubeClient {
     }
   }
 
-  private send(method: string, path: string, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
+  private async send(method: string, path: string, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
     const url = new URL(path, this.base);
     for (const [key, value] of Object.entries(o.query ?? {})) {
       if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     }
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
-    const token = this.conn.token?.();
+    // A plugin's token may have to be fetched first (config.ts).
+    const token = await this.conn.token?.();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (payload !== undefined) {
       headers['Content-Type'] = o.contentType ?? 'application/json';
