@@ -20,6 +20,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY main.ts ./
 COPY scripts/build.ts scripts/runtime-modules.ts ./scripts/
+COPY api ./api
 COPY agent ./agent
 COPY common ./common
 COPY crr ./crr

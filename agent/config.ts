@@ -1,7 +1,7 @@
 // The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
 // downward API).
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../crr/types.ts';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
+import { intInRange, parseFlags, positiveInt } from '../common/flags.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -64,28 +64,4 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
   };
-}
-
-/** parseArgs, with the usage appended to its errors (an unknown flag, `--help`, a missing value). */
-export function parseFlags<T extends ParseArgsConfig>(usage: string, config: T): ReturnType<typeof parseArgs<T>> {
-  try {
-    return parseArgs(config);
-  } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${usage}`, { cause: err });
-  }
-}
-
-export function positiveInt(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
-  return n;
-}
-
-/** A whole number within min..max (the CRD's bounds of the field it sets). */
-export function intInRange(flag: string, value: string, min: number, max: number): number {
-  const n = value.trim() === '' ? NaN : Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`--${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  }
-  return n;
 }

@@ -4,9 +4,9 @@ import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import { capRequeueMs, graceSecondsOf, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
-import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../crr/types.ts';
-import { MAX_STRATEGY_SECONDS } from '../crr/types.ts';
-import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
+import { MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');

@@ -9,16 +9,10 @@
 // and container before anything is executed or stopped. `statusContext` only pins the attempt.
 import { clampDelay } from '../common/queue.ts';
 import type { PodEvent } from '../common/events.ts';
-import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
-import type {
-  ContainerPort,
-  ContainerRecreateRequest,
-  ContainerRecreateState,
-  CRRContainer,
-  CRRStatus,
-  Handler,
-} from '../crr/types.ts';
-import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../crr/types.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
+import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import type { ContainerPort, Handler } from '../api/pod.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
 import { KUBELET_LABELS } from './runtime/owner.ts';

@@ -6,8 +6,8 @@
 import type { KubeClient } from '../common/kube/client.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../crr/types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../api/container-recreate-request.ts';
 
 /** The ValidatingAdmissionPolicy that confines an agent to its node (manifests/policies). */
 export const AGENT_POLICY = 'agent-requests.sidecar-terminator.dev';

@@ -1,7 +1,7 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../crr/types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';

@@ -1,7 +1,8 @@
 // The agent's compact view of a Pod on its node: only what carrying out a request needs.
 import type { V1Pod, V1ContainerStatus } from '@kubernetes/client-node';
-import type { ContainerPort, Handler } from '../crr/types.ts';
-import { READINESS_CONDITION } from '../crr/types.ts';
+import { READINESS_CONDITION } from '../api/container-recreate-request.ts';
+import type { ContainerPort, Handler } from '../api/pod.ts';
+import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
 
 export type ContainerStatusState = 'waiting' | 'running' | 'terminated' | 'unknown';
 
@@ -45,8 +46,6 @@ export interface AgentPod {
   /** Our readiness condition: status and when it last changed (ms since epoch). */
   readiness?: { status: string; sinceMs: number };
 }
-
-const DEFAULT_GRACE_SECONDS = 30;
 
 export function projectAgentPod(pod: V1Pod): AgentPod {
   const readiness = pod.status?.conditions?.find((c) => c.type === READINESS_CONDITION);

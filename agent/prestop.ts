@@ -3,7 +3,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import type { ContainerPort, Handler } from '../crr/types.ts';
+import type { ContainerPort, Handler } from '../api/pod.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
 export interface HookTarget {

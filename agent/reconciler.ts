@@ -3,9 +3,9 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../common/kube/client.ts';
 import { podPath } from '../common/kube/paths.ts';
-import { EVENT_REASONS } from '../crr/sidecar/constants.ts';
-import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../crr/types.ts';
-import { LABEL_POD_UID, isCompleted, requestPath } from '../crr/types.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
+import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';

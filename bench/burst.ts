@@ -10,7 +10,7 @@ import { closeSync, constants, existsSync, mkdirSync, openSync, rmSync } from 'n
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { clusterEnv } from '../e2e/support/cluster.ts';
 import type { Context } from './context.ts';
 import {

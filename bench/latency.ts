@@ -9,7 +9,7 @@
 // For our Jobs, watches on the Pods and requests also time where the latency goes: when kube-apiserver
 // first showed the main terminated (kubelet's report) and when the request arrived.
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import type { Context } from './context.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, jobBody, listPods, nsToMs, runtimeContainer, sleep } from './context.ts';
 import type { Summary } from './stats.ts';

@@ -7,8 +7,8 @@
 // agent on those nodes): the controller would complete them after its 60 s agent pickup timeout
 // and retry, so the finishing wave is kept shorter than that.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../crr/types.ts';
-import { GROUP, LABEL_POD_UID, PLURAL, VERSION } from '../crr/types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { GROUP, LABEL_POD_UID, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { BUSYBOX } from '../e2e/support/jobs.ts';
 import type { Context } from './context.ts';
 import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNamespace, sampleRss, scrapeUrl, sleep } from './context.ts';

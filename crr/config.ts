@@ -1,6 +1,6 @@
 // The cluster controller's configuration, from flags.
-import { intInRange, parseFlags, positiveInt } from '../agent/config.ts';
-import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from './types.ts';
+import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
+import { intInRange, parseFlags, positiveInt } from '../common/flags.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
 export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;

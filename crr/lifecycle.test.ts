@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import type { ContainerRecreateRequest, CRRContainer, CRRStatus } from './types.ts';
+import type { ContainerRecreateRequest, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();

@@ -19,13 +19,13 @@ import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
-import type { ContainerRecreateRequest } from './types.ts';
-import { requestPath } from './types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { requestPath } from '../api/container-recreate-request.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import type { NodeKind } from './sidecar/classify.ts';
 import { mayNeedSidecarTermination } from './sidecar/classify.ts';
-import { VIRTUAL_NODE_LABEL_KEY, VIRTUAL_NODE_LABEL_VALUE } from './sidecar/constants.ts';
+import { VIRTUAL_NODE_LABEL_KEY, VIRTUAL_NODE_LABEL_VALUE } from '../api/names.ts';
 import { projectPod } from './sidecar/projection.ts';
 import { DEFAULT_OPTIONS, requestPodUids } from './sidecar/requests.ts';
 

@@ -7,9 +7,9 @@ import type { EventRecorder, PodEvent, PodRef } from '../common/events.ts';
 import type { KubeClient } from '../common/kube/client.ts';
 import { createLogger } from '../common/log.ts';
 import { RequestsController } from './requests-controller.ts';
-import { EVENT_REASONS } from './sidecar/constants.ts';
-import type { ContainerRecreateRequest } from './types.ts';
-import { API_VERSION, KIND, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from './types.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { API_VERSION, KIND, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
 
 const POD: V1Pod = {
   metadata: { namespace: 'ns', name: 'job-pod', uid: 'uid-1' },

@@ -8,10 +8,10 @@ import { statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { EventRecorder } from '../common/events.ts';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
-import { EVENT_REASONS } from './sidecar/constants.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
-import type { ContainerRecreateRequest, CRRStatus } from './types.ts';
-import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from './types.ts';
+import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
 
 export interface RequestsControllerDeps {
   client: KubeClient;

@@ -7,12 +7,12 @@ import { KubeApiError } from '../common/kube/client.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { EXISTS_RECHECK_MS, isRejection, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
-import { EVENT_REASONS } from './sidecar/constants.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { exited, main, makePod, NOW, sidecar, UID } from './sidecar/fixtures.ts';
 import { projectPod } from './sidecar/projection.ts';
 import { requestName } from './sidecar/requests.ts';
-import type { ContainerRecreateRequest } from './types.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from './types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
 
 const metrics = createControllerMetrics();
 const log = createLogger('test', 'error');

@@ -9,7 +9,7 @@ import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { NodeKind } from './sidecar/classify.ts';
-import { EVENT_REASONS } from './sidecar/constants.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { decide, requestRejectedWarning } from './sidecar/decide.ts';
 import type { CreateRequest, Decision } from './sidecar/decision.ts';
 import type { PodEvent } from './sidecar/events.ts';
@@ -17,8 +17,8 @@ import { EmittedEvents } from './sidecar/events.ts';
 import type { PodProjection } from './sidecar/projection.ts';
 import type { SidecarTerminatorOptions } from './sidecar/requests.ts';
 import { projectRequest } from './sidecar/requests.ts';
-import type { ContainerRecreateRequest } from './types.ts';
-import { requestPath } from './types.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { requestPath } from '../api/container-recreate-request.ts';
 
 /** How long after the API server rejected a request body it is tried again: the same body would be rejected again. */
 export const REJECTED_RETRY_MS = 300_000;

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import * as k8s from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION } from '../crr/types.ts';
+import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { apiAs, requestsPath } from './support/api-as.ts';
 import type { ApiAnswer, Caller } from './support/api-as.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';

@@ -1,6 +1,6 @@
 // The CRD explains itself (`kubectl explain containerrecreaterequests.spec...` has a description at
-// every field), does not take another project's short name, and states the bounds crr/types.ts
-// declares: the code's timers and the API server's validation have one source.
+// every field), does not take another project's short name, and states the bounds
+// api/container-recreate-request.ts declares: the code's timers and the API server's validation have one source.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import {
   KIND,
   PLURAL,
   VERSION,
-} from '../crr/types.ts';
+} from '../api/container-recreate-request.ts';
 
 interface Schema {
   type?: string;
@@ -62,7 +62,7 @@ function at(path: string): Schema {
 }
 
 describe('manifests/base/crd.yaml', () => {
-  it('is the ContainerRecreateRequest API of crr/types.ts', () => {
+  it('is the ContainerRecreateRequest API of api/container-recreate-request.ts', () => {
     assert.equal(crd.spec.group, GROUP);
     assert.equal(crd.spec.names.kind, KIND);
     assert.equal(crd.spec.names.plural, PLURAL);
@@ -93,7 +93,7 @@ describe('manifests/base/crd.yaml', () => {
     assert.deepEqual(crd.spec.names.categories, ['sidecar-terminator']);
   });
 
-  it('states the bounds crr/types.ts exports', () => {
+  it('states the bounds api/container-recreate-request.ts exports', () => {
     assert.equal(at('spec.containers').maxItems, MAX_REQUEST_CONTAINERS);
     assert.equal(at('status.containerRecreateStates').maxItems, MAX_REQUEST_CONTAINERS);
     assert.equal(at('spec.activeDeadlineSeconds').maximum, MAX_ACTIVE_DEADLINE_SECONDS);

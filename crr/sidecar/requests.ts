@@ -6,7 +6,7 @@ import type {
   ContainerRecreateState,
   CRRContainer,
   CRRPhase,
-} from '../types.ts';
+} from '../../api/container-recreate-request.ts';
 import {
   API_VERSION,
   KIND,
@@ -18,8 +18,9 @@ import {
   MAX_REQUEST_CONTAINERS,
   MIN_ACTIVE_DEADLINE_SECONDS,
   MAX_TTL_SECONDS_AFTER_FINISHED,
-} from '../types.ts';
-import { REQUEST_NAME_PREFIX } from './constants.ts';
+} from '../../api/container-recreate-request.ts';
+import { REQUEST_NAME_PREFIX } from '../../api/names.ts';
+import { DEFAULT_GRACE_SECONDS } from '../../api/pod.ts';
 import type { PodProjection } from './projection.ts';
 
 /** Value of the created-by label on the requests the sidecar terminator creates. */
@@ -51,8 +52,6 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
 /** The highest attempt number of our names: a larger suffix is not ours, and the next name stays short and valid. */
 export const MAX_REQUEST_ATTEMPTS = 1000;
 
-/** Kubernetes' default terminationGracePeriodSeconds. */
-const DEFAULT_GRACE_SECONDS = 30;
 /** Room for the preStop hook's start, the runtime call and the status write around the grace period. */
 const DEADLINE_MARGIN_SECONDS = 60;
 

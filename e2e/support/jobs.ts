@@ -1,8 +1,8 @@
 // Jobs with sidecars on the e2e cluster: building them, waiting for them, and printing what happened.
 import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1Job, V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../../crr/types.ts';
-import { GROUP, PLURAL, VERSION } from '../../crr/types.ts';
+import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
+import { GROUP, PLURAL, VERSION } from '../../api/container-recreate-request.ts';
 import { apiStatus, clients, clusterEnv } from './cluster.ts';
 import { waitFor } from './wait.ts';
 import { containerStatus, jobCondition, jobPods, toDate } from './workloads.ts';

@@ -21,24 +21,6 @@ export const READINESS_CONDITION = 'sidecar-terminator.dev/ready';
 /** Finalizer that keeps the request until the Pod's readiness has been restored. */
 export const READINESS_FINALIZER = 'sidecar-terminator.dev/restore-readiness';
 
-// The Pod's lifecycle types the agent reads from the Pod spec (never from a request).
-export interface ExecAction { command?: string[] }
-export interface HTTPHeader { name: string; value: string }
-export interface HTTPGetAction {
-  path?: string;
-  port: number | string;
-  host?: string;
-  scheme?: 'HTTP' | 'HTTPS';
-  httpHeaders?: HTTPHeader[];
-}
-export interface TCPSocketAction { port: number | string; host?: string }
-export interface Handler {
-  exec?: ExecAction;
-  httpGet?: HTTPGetAction;
-  tcpSocket?: TCPSocketAction;
-}
-export interface ContainerPort { name?: string; containerPort: number; protocol?: string }
-
 export interface StatusContext {
   /** `<runtime>://<id>` */
   containerID: string;

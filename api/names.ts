@@ -1,4 +1,6 @@
-// Names shared by the sidecar terminator's rules, its I/O layer and its tests: one place, no typos.
+// The names users, dashboards and both parts see on Pods and nodes: the sidecar markers, our
+// annotations and condition, the virtual-node label, our requests' names and the table of event
+// reasons. Shared by the agent, the controller, the rules and the tests: one place, no typos.
 
 /** `true` (any case): the container is a sidecar stopped through a ContainerRecreateRequest on real nodes. */
 export const ENV_TERMINATE_WHEN_JOB_EXIT = 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT';
@@ -19,7 +21,7 @@ export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
 export const VIRTUAL_NODE_LABEL_KEY = 'type';
 export const VIRTUAL_NODE_LABEL_VALUE = 'virtual-kubelet';
 
-// The ContainerRecreateRequest's group, kind and labels live in ../types.ts.
+// The ContainerRecreateRequest's group, kind and labels live in container-recreate-request.ts.
 
 /** First attempt: `sidecar-termination-<pod uid>`; attempt n >= 2 adds `-<n>`. */
 export const REQUEST_NAME_PREFIX = 'sidecar-termination-';
