@@ -21,6 +21,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY main.ts ./
 COPY scripts/build.ts scripts/runtime-modules.ts ./scripts/
 COPY api ./api
+COPY rules ./rules
 COPY agent ./agent
 COPY common ./common
 COPY crr ./crr

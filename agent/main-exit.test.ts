@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../crr/sidecar/fixtures.ts';
-import { projectPod } from '../crr/sidecar/projection.ts';
-import { DEFAULT_OPTIONS, requestName } from '../crr/sidecar/requests.ts';
-import type { ExistingRequest } from '../crr/sidecar/requests.ts';
+import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../rules/fixtures.ts';
+import { projectPod } from '../rules/projection.ts';
+import { DEFAULT_OPTIONS, requestName } from '../rules/requests.ts';
+import type { ExistingRequest } from '../rules/requests.ts';
 import { reportedContainers, requestOnMainExit, runtimeView } from './main-exit.ts';
 import type { PodContainer } from './runtime/types.ts';
 

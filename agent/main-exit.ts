@@ -1,13 +1,13 @@
 // What the agent decides when a container of a Pod on its node exits in the runtime. It overlays the
 // runtime's view on the Pod's last reported status and applies the controller's own rules
-// (crr/sidecar/decide.ts) to it: when they ask for a first request, the agent creates it, seconds
+// (rules/decide.ts) to it: when they ask for a first request, the agent creates it, seconds
 // before kubelet has relisted, updated the Pod status, and the controller has seen it. Everything
 // else (retries, phase patches, image swaps, warnings) stays with the controller, which also creates
 // the same request (same name) itself should the agent miss the exit.
-import { decide } from '../crr/sidecar/decide.ts';
-import type { CreateRequest } from '../crr/sidecar/decision.ts';
-import type { ContainerState, ContainerStatusProjection, PodProjection } from '../crr/sidecar/projection.ts';
-import type { ExistingRequest, SidecarTerminatorOptions } from '../crr/sidecar/requests.ts';
+import { decide } from '../rules/decide.ts';
+import type { CreateRequest } from '../rules/decision.ts';
+import type { ContainerState, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
+import type { ExistingRequest, SidecarTerminatorOptions } from '../rules/requests.ts';
 import type { PodContainer } from './runtime/types.ts';
 
 /**

@@ -2,7 +2,7 @@
 // unlabelling and deleting the ones that are over.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest, CRRContainer } from '../api/container-recreate-request.ts';
-import { boundedDelayMs } from './sidecar/decision.ts';
+import { boundedDelayMs } from '../rules/decision.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted } from '../api/container-recreate-request.ts';
 
 /** How long an admitted request may wait for an agent to pick it up. */

@@ -23,11 +23,11 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { requestPath } from '../api/container-recreate-request.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
-import type { NodeKind } from './sidecar/classify.ts';
-import { mayNeedSidecarTermination } from './sidecar/classify.ts';
+import type { NodeKind } from '../rules/classify.ts';
+import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { VIRTUAL_NODE_LABEL_KEY, VIRTUAL_NODE_LABEL_VALUE } from '../api/names.ts';
-import { projectPod } from './sidecar/projection.ts';
-import { DEFAULT_OPTIONS, requestPodUids } from './sidecar/requests.ts';
+import { projectPod } from '../rules/projection.ts';
+import { DEFAULT_OPTIONS, requestPodUids } from '../rules/requests.ts';
 
 export interface RunningController {
   stop(): Promise<void>;

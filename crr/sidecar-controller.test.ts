@@ -8,9 +8,9 @@ import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { EXISTS_RECHECK_MS, isRejection, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
 import { EVENT_REASONS } from '../api/names.ts';
-import { exited, main, makePod, NOW, sidecar, UID } from './sidecar/fixtures.ts';
-import { projectPod } from './sidecar/projection.ts';
-import { requestName } from './sidecar/requests.ts';
+import { exited, main, makePod, NOW, sidecar, UID } from '../rules/fixtures.ts';
+import { projectPod } from '../rules/projection.ts';
+import { requestName } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
 

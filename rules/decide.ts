@@ -1,6 +1,6 @@
 // The pure decision for one Pod, computed from its full current state: whether it is handled, how
 // its sidecars are stopped on real and virtual nodes, and when the controller sets its phase.
-import { MAX_REQUEST_CONTAINERS } from '../../api/container-recreate-request.ts';
+import { MAX_REQUEST_CONTAINERS } from '../api/container-recreate-request.ts';
 import type { Classification, NodeKind, Sidecar } from './classify.ts';
 import { classify, isStoppableOn, notStoppableWarning } from './classify.ts';
 import {
@@ -9,7 +9,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   EVENT_REASONS,
   REQUEST_NAME_PREFIX,
-} from '../../api/names.ts';
+} from '../api/names.ts';
 import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, Wait, WaitReason } from './decision.ts';
 import { boundedDelayMs } from './decision.ts';
 import type { PodEvent } from './events.ts';

@@ -1,7 +1,7 @@
 // The only way a decision can set the Pod's phase, and the invariant that guards it:
 // never Succeeded unless every main container's current state is terminated with exit code 0.
 import { classify } from './classify.ts';
-import { CONDITION_SIDECAR_TERMINATED } from '../../api/names.ts';
+import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { PodEvent } from './events.ts';
 import type { PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
 import type { PodProjection } from './projection.ts';

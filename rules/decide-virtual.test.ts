@@ -1,7 +1,7 @@
 // Rules R20–R21 (docs/design.md): virtual nodes, stopping sidecars by swapping their image.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { EVENT_REASONS } from '../../api/names.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { decideFor, exited, expectKind, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });

@@ -1,7 +1,7 @@
 // Rules R22–R25 (docs/design.md): exit codes and the Pod's phase.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../../api/names.ts';
+import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { ContainerSpec } from './fixtures.ts';
 import {
   decideFor,

@@ -7,7 +7,7 @@ import {
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
-} from '../../api/names.ts';
+} from '../api/names.ts';
 
 /** Markers read from a container's env (literal `value` only). */
 export interface EnvMarkers {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeKind } from './classify.ts';
-import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../../api/names.ts';
+import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../api/names.ts';
 import type { Decision, PhasePatchCause } from './decision.ts';
 import type { ContainerSpec, StateSpec } from './fixtures.ts';
 import { decideFor, exited, main, makePod, request, sidecar, IGNORE_EXIT_CODE } from './fixtures.ts';

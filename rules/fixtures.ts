@@ -1,7 +1,7 @@
 // Test helpers: terse Pod and request builders for the sidecar terminator's table-driven tests.
 import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeKind } from './classify.ts';
-import { ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../../api/names.ts';
+import { ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../api/names.ts';
 import type { DecideContext } from './decide.ts';
 import { decide } from './decide.ts';
 import type { Decision } from './decision.ts';

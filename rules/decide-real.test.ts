@@ -1,8 +1,8 @@
 // Rules R10–R14 (docs/design.md): real nodes, stopping sidecars through ContainerRecreateRequests.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../../api/container-recreate-request.ts';
-import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../../api/names.ts';
+import { LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
+import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import {
   decideFor,
   exited,

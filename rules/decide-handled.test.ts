@@ -1,7 +1,7 @@
 // Rules R6–R9 (docs/design.md): when a Pod is handled, and when its main containers are done.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../../api/names.ts';
+import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import type { NotHandledReason } from './decision.ts';
 import type { PodSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';

@@ -6,7 +6,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
   EVENT_REASONS,
-} from '../../api/names.ts';
+} from '../api/names.ts';
 import type { PodEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
 import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';

@@ -8,7 +8,7 @@ import {
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
-} from '../../api/names.ts';
+} from '../api/names.ts';
 import { exited, main, makePod, NOW, POD_START, sidecar, UID } from './fixtures.ts';
 import { projectPod, readMarkers } from './projection.ts';
 

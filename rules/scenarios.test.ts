@@ -2,7 +2,7 @@
 // rules: the sequence of decisions as the Pod moves on.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANNOTATION_SIDECARS } from '../../api/names.ts';
+import { ANNOTATION_SIDECARS } from '../api/names.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, request, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';
 
 describe('scenarios of docs/design.md (rules level)', () => {

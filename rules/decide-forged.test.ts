@@ -1,7 +1,7 @@
 // Requests that take our names but are not ours for the Pod: never counted as ours, never blocking.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { EVENT_REASONS } from '../../api/names.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, reasons, request, sidecar, UID } from './fixtures.ts';
 import type { ExistingRequest } from './requests.ts';

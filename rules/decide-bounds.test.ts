@@ -2,8 +2,8 @@
 // agent saw before kubelet reported them.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_REQUEST_CONTAINERS } from '../../api/container-recreate-request.ts';
-import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, EVENT_REASONS } from '../../api/names.ts';
+import { MAX_REQUEST_CONTAINERS } from '../api/container-recreate-request.ts';
+import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import type { Decision } from './decision.ts';
 import type { ContainerSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, FAST_RETRY, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, request, sidecar, UID } from './fixtures.ts';

@@ -6,7 +6,7 @@ import type {
   ContainerRecreateState,
   CRRContainer,
   CRRPhase,
-} from '../../api/container-recreate-request.ts';
+} from '../api/container-recreate-request.ts';
 import {
   API_VERSION,
   KIND,
@@ -18,9 +18,9 @@ import {
   MAX_REQUEST_CONTAINERS,
   MIN_ACTIVE_DEADLINE_SECONDS,
   MAX_TTL_SECONDS_AFTER_FINISHED,
-} from '../../api/container-recreate-request.ts';
-import { REQUEST_NAME_PREFIX } from '../../api/names.ts';
-import { DEFAULT_GRACE_SECONDS } from '../../api/pod.ts';
+} from '../api/container-recreate-request.ts';
+import { REQUEST_NAME_PREFIX } from '../api/names.ts';
+import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
 import type { PodProjection } from './projection.ts';
 
 /** Value of the created-by label on the requests the sidecar terminator creates. */

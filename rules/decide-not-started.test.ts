@@ -2,8 +2,8 @@
 // bounded time, then the Pod ends through the phase guard.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../../api/names.ts';
-import { MAX_REQUEUE_MS } from '../../common/queue.ts';
+import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
+import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import type { ContainerSpec, PodSpec, StateSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, FAST_RETRY, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, reasons, request, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
 import { DEFAULT_OPTIONS } from './requests.ts';

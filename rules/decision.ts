@@ -1,6 +1,6 @@
 // What decide() returns: one action (or none, and why) plus the events that go with it.
-import { clampDelay, MAX_REQUEUE_MS } from '../../common/queue.ts';
-import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
+import { clampDelay, MAX_REQUEUE_MS } from '../common/queue.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import type { PodEvent } from './events.ts';
 
 export type TerminalPhase = 'Succeeded' | 'Failed';

@@ -9,7 +9,7 @@ import {
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   EVENT_REASONS,
-} from '../../api/names.ts';
+} from '../api/names.ts';
 import { IGNORE_EXIT_CODE, main, makePod, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
 import { parseNameList, projectPod } from './projection.ts';
 
