@@ -1,0 +1,94 @@
+// Imports flow one way (docs/design.md, "Where the rules live"): the agent and the controller each
+// build on the shared rules, the API and the plumbing, never on each other; the rules build on the
+// API and the plumbing; the API on the plumbing alone; the plumbing on nothing of ours. Every import
+// specifier of every .ts file in those folders is read (static, type-only, re-exports, dynamic).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Each folder, and the folders its files may import from (itself included). */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  common: ['common'],
+  api: ['api', 'common'],
+  rules: ['rules', 'api', 'common'],
+  agent: ['agent', 'rules', 'api', 'common'],
+  crr: ['crr', 'rules', 'api', 'common'],
+};
+
+/** Files outside the folders that code in them may read: the package's own version. */
+const SHARED_FILES = new Set(['package.json']);
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const rel = path.posix.join(dir, entry.name);
+    if (entry.isDirectory()) return tsFiles(rel);
+    return entry.name.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+/** Every module specifier of the source: imports, `import type`, `export ... from`, `import()`. */
+function specifiers(source: string): string[] {
+  return ts.preProcessFile(source, true, true).importedFiles.map((f) => f.fileName);
+}
+
+/** Why `file` (relative to the repository) may not import `specifier`, or undefined when it may. */
+function violation(file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined; // node: built-ins and packages
+  const from = file.split('/')[0]!;
+  const allowed = MAY_IMPORT[from];
+  if (!allowed) return undefined;
+  const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
+  const to = target.split('/')[0]!;
+  if (allowed.includes(to) || SHARED_FILES.has(target)) return undefined;
+  return `${file} imports ${specifier} (${target}): ${from}/ may import only from ${allowed.map((d) => `${d}/`).join(', ')}`;
+}
+
+describe('imports flow one way', () => {
+  it('the checker reads every kind of import and catches each direction that is not allowed', () => {
+    const source = [
+      "import a from './a.ts';",
+      "import type { B } from '../b.ts';",
+      "export { c } from './c.ts';",
+      "const d = await import('./d.ts');",
+      "import 'node:fs';",
+    ].join('\n');
+    assert.deepEqual(specifiers(source), ['./a.ts', '../b.ts', './c.ts', './d.ts', 'node:fs']);
+    assert.ok(violation('agent/x.ts', '../crr/y.ts'));
+    assert.ok(violation('crr/x.ts', '../agent/y.ts'));
+    assert.ok(violation('rules/x.ts', '../crr/y.ts'));
+    assert.ok(violation('rules/x.ts', '../agent/y.ts'));
+    assert.ok(violation('api/x.ts', '../rules/y.ts'));
+    assert.ok(violation('api/x.ts', '../crr/y.ts'));
+    assert.ok(violation('common/x.ts', '../api/y.ts'));
+    assert.ok(violation('common/kube/x.ts', '../../rules/y.ts'));
+    assert.ok(violation('agent/runtime/x.ts', '../../test/support/y.ts'));
+    assert.equal(violation('agent/runtime/x.ts', '../../rules/y.ts'), undefined);
+    assert.equal(violation('crr/x.ts', '../api/y.ts'), undefined);
+    assert.equal(violation('rules/x.ts', '../common/queue.ts'), undefined);
+    assert.equal(violation('common/kube/x.ts', '../log.ts'), undefined);
+    assert.equal(violation('common/version.ts', '../package.json'), undefined);
+    assert.equal(violation('e2e/x.ts', '../crr/y.ts'), undefined);
+    assert.equal(violation('agent/x.ts', '@kubernetes/client-node'), undefined);
+  });
+
+  it('no file of agent/, crr/, rules/, api/ or common/ imports against the direction', () => {
+    const problems: string[] = [];
+    let files = 0;
+    for (const dir of Object.keys(MAY_IMPORT)) {
+      for (const file of tsFiles(dir)) {
+        files++;
+        for (const specifier of specifiers(readFileSync(path.join(ROOT, file), 'utf8'))) {
+          const problem = violation(file, specifier);
+          if (problem) problems.push(problem);
+        }
+      }
+    }
+    assert.ok(files > 50, `only ${files} files read`);
+    assert.deepEqual(problems, []);
+  });
+});
