@@ -1,0 +1,513 @@
+// The Helm chart (manifests/helm/sidecar-terminator) with a real helm, built from its Go module by
+// e2e/cluster/build-helm.sh (minutes the first time, cached after):
+// - rendered offline (`helm template`), it is the kustomize install (`kubectl kustomize`) object by
+//   object, field by field, but for the differences docs/deploy.md lists ("Helm chart"): on 1.30+
+//   (manifests/default) and on 1.27 to 1.29 (manifests/base), with the optional monitoring objects,
+//   in another namespace, and with every value changed (the flags parsed by the programs' own parsers);
+// - on the cluster: lint, install into namespace st-helm, a Job with a sidecar completes, an upgrade
+//   that changes flags and a setting rolls both workloads and the next Job's request shows the new
+//   setting, uninstall leaves nothing behind but the CRD (kept on purpose).
+// The rest of the suite runs the kubectl deployment of e2e/support/deploy.ts in namespace
+// sidecar-terminator: it is removed first (all but the CRD, which the release adopts), so that no
+// node has two agents, and deployed again afterwards.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { loadAll, load as parseYaml } from 'js-yaml';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Container, V1DaemonSet, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import { parseAgentConfig } from '../agent/config.ts';
+import { parseControllerConfig } from '../crr/config.ts';
+import { clients, clusterEnv, parseEnvFile, versionFeatures } from './support/cluster.ts';
+import { AGENT, CONTROLLER, NAMESPACE, deployProject } from './support/deploy.ts';
+import * as jobs from './support/jobs.ts';
+import { container, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { kubectl } from './support/kubectl.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { waitFor } from './support/wait.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const CHART = join(ROOT, 'manifests/helm/sidecar-terminator');
+const RELEASE = 'sidecar-terminator';
+const RELEASE_NAMESPACE = 'st-helm';
+const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
+const VAP_API = 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+const versions = parseEnvFile(readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8'));
+
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
+};
+
+let helmBinary: string | undefined;
+/** helm, built (or found in the cache) by e2e/cluster/build-helm.sh on first use. */
+function helm(...args: string[]): string {
+  helmBinary ??= execFileSync('bash', [join(ROOT, 'e2e/cluster/build-helm.sh')], {
+    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 40 * 60_000,
+  }).trim();
+  try {
+    return execFileSync(helmBinary, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  } catch (err) {
+    const e = err as { stderr?: string; stdout?: string };
+    throw new Error(`helm ${args.join(' ')}: ${e.stderr ?? ''}${e.stdout ?? ''}`, { cause: err });
+  }
+}
+
+/** helm against the e2e cluster. */
+const helmOnCluster = (...args: string[]) => helm('--kubeconfig', clusterEnv().kubeconfig, ...args);
+
+/** `kubectl kustomize DIR` with the cluster's kubectl (K8S_BIN_DIR, as e2e/run.sh exports it, or the cluster's). */
+function kustomize(dir: string): Obj[] {
+  const bin = join(process.env.K8S_BIN_DIR ?? clusterEnv().k8sBinDir, 'kubectl');
+  return parseAll(execFileSync(bin, ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 << 20 }));
+}
+
+function parseAll(text: string): Obj[] {
+  return (loadAll(text) as (Obj | null)[]).filter((o): o is Obj => o !== null);
+}
+
+/** `helm template` of the chart as release sidecar-terminator, in `namespace`. */
+function template(namespace: string, ...args: string[]): Obj[] {
+  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, ...args));
+}
+
+const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+const byKey = (objs: Obj[]) => new Map(objs.map((o) => [key(o), o]));
+const find = (objs: Obj[], kind: string, name: string) => {
+  const o = objs.find((x) => x.kind === kind && x.metadata.name === name);
+  assert.ok(o, `no ${kind} ${name} in ${objs.map(key).join(', ')}`);
+  return o;
+};
+const podSpec = (o: Obj) => (o as unknown as V1DaemonSet | V1Deployment).spec!.template.spec as V1PodSpec;
+const firstContainer = (o: Obj) => podSpec(o).containers[0] as V1Container;
+
+const chartYaml = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
+
+/**
+ * The kustomize objects as the chart renders them with its default values: the differences
+ * docs/deploy.md lists ("Helm chart"), and nothing else.
+ */
+function asHelmRendersThem(kustomized: Obj[], rendered: Obj[]): Obj[] {
+  const helmLabels = {
+    'app.kubernetes.io/managed-by': 'Helm',
+    'app.kubernetes.io/instance': RELEASE,
+    'app.kubernetes.io/version': chartYaml.appVersion,
+    'helm.sh/chart': `${chartYaml.name}-${chartYaml.version}`,
+  };
+  const out: Obj[] = [];
+  for (const original of kustomized) {
+    // 1. No Namespace: the release's namespace is Helm's (`--create-namespace`, or one that exists).
+    if (original.kind === 'Namespace') continue;
+    const o = structuredClone(original);
+    // 2. Helm's labels on every object (not on selectors or Pod templates).
+    o.metadata.labels = { ...o.metadata.labels, ...helmLabels };
+    // 3. The CRD is kept when the release is uninstalled.
+    if (o.kind === 'CustomResourceDefinition') o.metadata.annotations = { ...o.metadata.annotations, 'helm.sh/resource-policy': 'keep' };
+    if (o.kind === 'DaemonSet' || o.kind === 'Deployment') {
+      // 4. A checksum of the settings ConfigMap on the Pod templates: a changed setting rolls them.
+      const template = (o as unknown as V1DaemonSet).spec!.template;
+      const checksum = (find(rendered, o.kind, o.metadata.name) as unknown as V1DaemonSet).spec!.template.metadata?.annotations?.['checksum/settings'];
+      assert.match(checksum ?? '', /^[0-9a-f]{64}$/, `${key(o)}: checksum/settings`);
+      template.metadata!.annotations = { ...template.metadata!.annotations, 'checksum/settings': checksum! };
+    }
+    // 5. The agent at system-node-critical priority (as manifests/overlays/example sets it).
+    if (o.kind === 'DaemonSet') podSpec(o).priorityClassName = 'system-node-critical';
+    out.push(o);
+  }
+  // 6. A PodDisruptionBudget for the controller's two replicas.
+  const selector = { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'controller' };
+  out.push({
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name: CONTROLLER, namespace: NAMESPACE, labels: { ...selector, 'app.kubernetes.io/part-of': 'sidecar-terminator', ...helmLabels } },
+    spec: { minAvailable: 1, selector: { matchLabels: selector } },
+  });
+  return out;
+}
+
+function assertSameObjects(rendered: Obj[], expected: Obj[]): void {
+  const got = byKey(rendered);
+  const want = byKey(expected);
+  assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort(), 'the same objects');
+  for (const [k, o] of want) assert.deepEqual(got.get(k), o, `${k} differs`);
+}
+
+/** A kustomization of `resources` and `components` (paths from the repository root), rendered. */
+function kustomizeOf(resources: string[], components: string[]): Obj[] {
+  const dir = mkdtempSync(join(tmpdir(), 'st-helm-kustomize-'));
+  try {
+    const rel = (p: string) => relative(dir, join(ROOT, p));
+    writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [${resources.map(rel).join(', ')}]
+components: [${components.map(rel).join(', ')}]
+`);
+    return kustomize(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `actual` has these fields with these values (and maybe others). */
+function assertIncludes(actual: object, fields: Record<string, unknown>): void {
+  assert.deepEqual(Object.fromEntries(Object.keys(fields).map((k) => [k, (actual as Record<string, unknown>)[k]])), fields);
+}
+
+/** A workload's args with `$(NAME)` taken from the settings ConfigMap, as kubelet expands them. */
+function expandedArgs(workload: Obj, objs: Obj[]): string[] {
+  const data = (find(objs, 'ConfigMap', 'sidecar-terminator-settings') as unknown as { data: Record<string, string> }).data;
+  return (firstContainer(workload).args ?? []).map((a) => a.replace(/\$\((\w+)\)/g, (_, name: string) => data[name] ?? `$(${name})`));
+}
+
+describe('the Helm chart, rendered: the kustomize objects', () => {
+  it(`on 1.30+ (${versions.K8S_NEWEST}, policy API served): manifests/default`, () => {
+    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_NEWEST!, '--api-versions', VAP_API);
+    assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/default')), rendered));
+  });
+
+  it(`on 1.27 to 1.29 (${versions.K8S_OLDEST}, no policy API): manifests/base`, () => {
+    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_OLDEST!);
+    assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), rendered));
+  });
+
+  it('with the monitoring values: manifests/default with the manifests/optional component', () => {
+    const rendered = template(NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
+    const expected = asHelmRendersThem(kustomizeOf(['manifests/default'], ['manifests/optional']), rendered);
+    for (const [kind, name] of [['ServiceMonitor', 'sidecar-terminator'], ['PrometheusRule', 'sidecar-terminator'], ['ConfigMap', 'sidecar-terminator-dashboard']]) find(expected, kind!, name!);
+    assertSameObjects(rendered, expected);
+  });
+
+  it('admissionPolicies.enabled=false: no policy and no create permission for the agent, even where the API is served', () => {
+    const rendered = template(NAMESPACE, '--api-versions', VAP_API, '--set', 'admissionPolicies.enabled=false');
+    const expected = asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), rendered);
+    assertSameObjects(rendered, expected);
+  });
+
+  it('in another namespace: every namespaced object, subject, Lease Role and alert follows it', () => {
+    const rendered = template(RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
+    const clusterScoped = new Set(['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    for (const o of rendered) {
+      assert.equal(o.metadata.namespace, clusterScoped.has(o.kind) ? undefined : RELEASE_NAMESPACE, key(o));
+      for (const s of (o as { subjects?: { kind: string; namespace?: string }[] }).subjects ?? []) assert.equal(s.namespace, RELEASE_NAMESPACE, `${key(o)} subject`);
+    }
+    // Nothing names the kustomize namespace any more (object names keep the project's name).
+    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
+    const left = text.split('\n').filter((l) => /namespace[:=\s\\"]+sidecar-terminator\b(?![-.])|-n sidecar-terminator\b/.test(l));
+    assert.deepEqual(left, []);
+    assert.deepEqual((find(rendered, 'ServiceMonitor', 'sidecar-terminator') as unknown as { spec: { namespaceSelector: unknown } }).spec.namespaceSelector, { matchNames: [RELEASE_NAMESPACE] });
+  });
+
+  it('every value reaches its field, and every flag value its program (parsed by agent/config.ts and crr/config.ts)', () => {
+    const sets = {
+      'image.repository': 'registry.example/st', 'image.digest': `sha256:${'ab'.repeat(32)}`, 'image.pullPolicy': 'Always',
+      'settings.requestDeadlineSeconds': '301', 'settings.requestTTLSeconds': '602', 'settings.sidecarStartTimeoutSeconds': '123',
+      'agent.hostRunPath': '/run/containerd', 'agent.runtimeSocket': '/host/var/run/containerd.sock', 'agent.metricsPort': '9550',
+      'agent.workers': '7', 'agent.resyncSeconds': '11', 'agent.priorityClassName': 'agents',
+      'controller.replicas': '1', 'controller.metricsPort': '9551', 'controller.workers': '9', 'controller.resyncSeconds': '13',
+      'controller.leaderElect': 'false', 'controller.leaseName': 'lease-x', 'controller.leaseNamespace': 'lease-ns',
+      'controller.priorityClassName': 'controllers', 'crd.keep': 'false',
+    };
+    const json = {
+      imagePullSecrets: [{ name: 'pull' }],
+      'agent.extraArgs': ['--kubeconfig=/k'], 'controller.extraArgs': ['--kubeconfig=/c'],
+      // Maps merge with the defaults (null removes one): these name every key the defaults have.
+      'agent.resources': { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } },
+      'controller.resources': { requests: { cpu: '2', memory: '3Gi' }, limits: { memory: '4Gi' } },
+      'agent.tolerations': [{ key: 'k', operator: 'Exists' }], 'controller.tolerations': [{ key: 'c', operator: 'Exists' }],
+      'agent.nodeSelector': { pool: 'a' }, 'controller.nodeSelector': { pool: 'c' },
+      'agent.affinity': null,
+      'controller.affinity': { podAntiAffinity: null, nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'x', operator: 'Exists' }] }] } } },
+      'agent.podAnnotations': { a: '1' }, 'controller.podAnnotations': { c: '1' }, 'agent.podLabels': { la: 'x' }, 'controller.podLabels': { lc: 'y' },
+    };
+    const args = [
+      ...Object.entries(sets).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+      ...Object.entries(json).flatMap(([k, v]) => ['--set-json', `${k}=${JSON.stringify(v)}`]),
+    ];
+    const objs = template(RELEASE_NAMESPACE, ...args);
+    const agent = find(objs, 'DaemonSet', AGENT);
+    const controller = find(objs, 'Deployment', CONTROLLER);
+
+    const agentArgs = expandedArgs(agent, objs);
+    assert.equal(agentArgs[0], 'agent');
+    assertIncludes(parseAgentConfig(agentArgs.slice(1), { NODE_NAME: 'n', POD_NAMESPACE: RELEASE_NAMESPACE }), {
+      hostRunDir: '/host/var/run', runtimeSocket: '/host/var/run/containerd.sock',
+      metricsPort: 9550, workers: 7, resyncSeconds: 11, kubeconfig: '/k', requestDeadlineSeconds: 301, requestTTLSeconds: 602,
+    });
+    const controllerArgs = expandedArgs(controller, objs);
+    assert.equal(controllerArgs[0], 'controller');
+    assertIncludes(parseControllerConfig(controllerArgs.slice(1), { POD_NAMESPACE: RELEASE_NAMESPACE }), {
+      kubeconfig: '/c', metricsPort: 9551, workers: 9, resyncSeconds: 13, leaderElect: false, leaseNamespace: 'lease-ns',
+      leaseName: 'lease-x', requestDeadlineSeconds: 301, requestTTLSeconds: 602, sidecarStartTimeoutSeconds: 123,
+    });
+
+    for (const [workload, part, port] of [[agent, 'agent', 9550], [controller, 'controller', 9551]] as const) {
+      const spec = podSpec(workload);
+      const c = firstContainer(workload);
+      const j = (field: string) => json[`${part}.${field}` as keyof typeof json];
+      assert.equal(c.image, sets['image.repository'] + '@' + sets['image.digest']);
+      assert.equal(c.imagePullPolicy, 'Always');
+      assert.deepEqual(spec.imagePullSecrets, json.imagePullSecrets);
+      assert.deepEqual(c.resources, j('resources'));
+      assert.deepEqual(spec.tolerations, j('tolerations'));
+      assert.deepEqual(spec.nodeSelector, j('nodeSelector'));
+      assert.deepEqual(spec.affinity, part === 'agent' ? undefined : { nodeAffinity: json['controller.affinity'].nodeAffinity });
+      assert.equal(spec.priorityClassName, sets[`${part}.priorityClassName`]);
+      assert.equal(c.ports?.[0]?.containerPort, port);
+      const meta = (workload as unknown as V1DaemonSet).spec!.template.metadata!;
+      assert.equal(meta.annotations?.['prometheus.io/port'], String(port));
+      assert.deepEqual({ ...meta.annotations, 'checksum/settings': undefined, 'prometheus.io/port': undefined, 'prometheus.io/scrape': undefined, 'prometheus.io/path': undefined }, {
+        ...j('podAnnotations'), 'checksum/settings': undefined, 'prometheus.io/port': undefined, 'prometheus.io/scrape': undefined, 'prometheus.io/path': undefined,
+      });
+      assert.deepEqual(meta.labels, { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': part, ...j('podLabels') });
+      const service = find(objs, 'Service', `sidecar-terminator-${part}-metrics`) as unknown as k8s.V1Service;
+      assert.equal(service.spec?.ports?.[0]?.port, port);
+    }
+    assert.deepEqual(podSpec(agent).volumes?.find((v) => v.name === 'host-run')?.hostPath, { path: '/run/containerd', type: 'Directory' });
+    assert.equal((controller as unknown as V1Deployment).spec?.replicas, 1);
+    const role = find(objs, 'Role', 'sidecar-terminator-controller-leader-election') as unknown as k8s.V1Role;
+    assert.equal(role.metadata?.namespace, 'lease-ns');
+    assert.deepEqual(role.rules?.map((r) => r.resourceNames), [undefined, ['lease-x']]);
+    const binding = find(objs, 'RoleBinding', 'sidecar-terminator-controller-leader-election') as unknown as k8s.V1RoleBinding;
+    assert.equal(binding.metadata?.namespace, 'lease-ns');
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: CONTROLLER, namespace: RELEASE_NAMESPACE }]);
+    assert.ok(!objs.some((o) => o.kind === 'PodDisruptionBudget'), 'no PodDisruptionBudget for one replica');
+    assert.equal(find(objs, 'CustomResourceDefinition', CRD).metadata.annotations?.['helm.sh/resource-policy'], undefined);
+    // Both Pod templates carry the settings' checksum, which a changed setting changes.
+    const checksum = (o: Obj) => (o as unknown as V1DaemonSet).spec!.template.metadata!.annotations!['checksum/settings'];
+    assert.equal(checksum(agent), checksum(controller));
+    assert.notEqual(checksum(agent), checksum(find(template(RELEASE_NAMESPACE), 'DaemonSet', AGENT)));
+  });
+
+  it('turns parts off: the CRD, the metrics Services and scrape annotations, the PodDisruptionBudget', () => {
+    const objs = template(NAMESPACE, '--set', 'crd.create=false', '--set', 'metrics.services=false', '--set', 'metrics.scrapeAnnotations=false',
+      '--set', 'controller.podDisruptionBudget.enabled=false');
+    assert.deepEqual(objs.filter((o) => ['CustomResourceDefinition', 'Service', 'PodDisruptionBudget'].includes(o.kind)).map(key), []);
+    for (const w of [find(objs, 'DaemonSet', AGENT), find(objs, 'Deployment', CONTROLLER)]) {
+      assert.deepEqual(Object.keys((w as unknown as V1DaemonSet).spec!.template.metadata!.annotations!), ['checksum/settings']);
+    }
+  });
+
+  it('refuses what cannot work: several controllers without leader election, bad values (values.schema.json)', () => {
+    assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
+    assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
+    assert.throws(() => template(NAMESPACE, '--set', 'agent.workerz=1'), /workerz/);
+    assert.throws(() => template(NAMESPACE, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.services=false'), /needs metrics.services/);
+  });
+
+  it('passes helm lint --strict, with the defaults and with the values the cluster test uses', () => {
+    helm('lint', '--strict', CHART);
+    helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'));
+  });
+});
+
+/**
+ * The values the e2e cluster needs, as e2e/support/deploy.ts's overlay sets them (`dir`: the
+ * cluster's state directory), and `extra`.
+ */
+function clusterValues(dir = clusterEnv().clusterDir, extra: Record<string, string> = {}): string[] {
+  const values: Record<string, string> = {
+    // The offline image deployProject() imports into the node's containerd.
+    'image.repository': 'sidecar-terminator.local/sidecar-terminator',
+    'image.tag': 'dev',
+    'image.pullPolicy': 'Never',
+    // The cluster's containerd socket lives in its state directory, not the host's /var/run.
+    'agent.hostRunPath': dir,
+    'settings.sidecarStartTimeoutSeconds': '15',
+    'agent.resyncSeconds': '5',
+    'controller.resyncSeconds': '5',
+    ...extra,
+  };
+  return Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+}
+
+/**
+ * Removes the kubectl deployment's objects (e2e/support/deploy.ts's overlay) but the CRD, which the
+ * release adopts, and the Namespace, which deployProject() fills again afterwards.
+ */
+function removeKubectlDeployment(): void {
+  const overlay = join(clusterEnv().clusterDir, 'overlay');
+  const objs = kustomize(overlay).filter((o) => o.kind !== 'CustomResourceDefinition' && o.kind !== 'Namespace');
+  const file = join(clusterEnv().clusterDir, 'helm-test-removed.yaml');
+  writeFileSync(file, objs.map((o) => JSON.stringify(o)).join('\n---\n'));
+  // Foreground: returns once the Pods are gone too, so no node ever has two agents.
+  kubectl('delete', '--ignore-not-found', '--cascade=foreground', '--wait=true', '--timeout=180s', '-f', file);
+}
+
+/**
+ * The CRD handed to the release (as docs/deploy.md says to do with an existing install), or, with
+ * `release` false, Helm's labels and annotations taken off it again.
+ */
+function crdOwnership(release: boolean): void {
+  const set = (value: string) => (release ? value : null);
+  const patch = {
+    metadata: {
+      labels: {
+        'app.kubernetes.io/managed-by': set('Helm'),
+        ...(release ? {} : { 'app.kubernetes.io/instance': null, 'app.kubernetes.io/version': null, 'helm.sh/chart': null }),
+      },
+      annotations: {
+        'meta.helm.sh/release-name': set(RELEASE),
+        'meta.helm.sh/release-namespace': set(RELEASE_NAMESPACE),
+        ...(release ? {} : { 'helm.sh/resource-policy': null }),
+      },
+    },
+  };
+  kubectl('patch', 'crd', CRD, '--type=merge', '-p', JSON.stringify(patch));
+}
+
+/** Rollout of both workloads, complete. */
+function rolledOut(): void {
+  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
+  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+}
+
+async function runningPods(component: string) {
+  const list = await clients().core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: `app.kubernetes.io/component=${component}` });
+  return list.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running');
+}
+
+async function leaderHeld(): Promise<void> {
+  const leases = clients().kc.makeApiClient(k8s.CoordinationV1Api);
+  await waitFor(async () => {
+    const holder = (await leases.readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: CONTROLLER })).spec?.holderIdentity;
+    return holder && (await runningPods('controller')).some((p) => holder.startsWith(`${p.metadata!.name}-`));
+  }, { description: `a controller Pod of ${RELEASE_NAMESPACE} holding the Lease`, timeoutMs: 90_000 });
+}
+
+/** A Job whose sidecar runs until stopped; resolves with its request once the Job is complete. */
+async function jobCompletes(namespace: string, name: string): Promise<Awaited<ReturnType<typeof requestsFor>>[number]> {
+  await jobs.runJob(namespace, name, { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
+  const { type } = await jobs.finishedJob(namespace, name);
+  assert.equal(type, 'Complete');
+  const [request] = await requestsFor(await jobs.onlyPod(namespace, name));
+  assert.ok(request, 'a request for the Pod');
+  assert.equal(request.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+  return request;
+}
+
+async function agentMetric(series: string): Promise<number> {
+  const [pod] = await runningPods('agent');
+  const text = await (await fetch(`http://${pod!.status!.podIP}:9440/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** What is left of the release: objects of the chart's kinds with its labels, and its names. */
+function leftovers(): string[] {
+  const kinds = ['daemonsets', 'deployments', 'pods', 'services', 'configmaps', 'serviceaccounts', 'roles', 'rolebindings', 'poddisruptionbudgets', 'secrets'];
+  const names = (args: string[]) => kubectl(...args, '-o', 'name').split('\n').filter(Boolean);
+  const inNamespace = names(['-n', RELEASE_NAMESPACE, 'get', kinds.join(',')])
+    // What Kubernetes itself puts in every namespace.
+    .filter((n) => !['configmap/kube-root-ca.crt', 'serviceaccount/default'].includes(n));
+  const clusterKinds = ['clusterroles', 'clusterrolebindings', ...(versionFeatures().admissionPolicies ? ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] : [])];
+  const clusterWide = names(['get', clusterKinds.join(',')]).filter((n) => /sidecar-terminator/.test(n));
+  const labelled = names(['get', [...kinds, ...clusterKinds].join(','), '-A', '-l', `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/managed-by=Helm`]);
+  return [...inNamespace, ...clusterWide, ...labelled];
+}
+
+describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
+  let core: k8s.CoreV1Api;
+  let namespace: string | undefined;
+  let installed = false;
+
+  before(async () => {
+    core = clients().core;
+    await deployProject(); // its overlay (and the project image in containerd) exists, whatever ran before
+    removeKubectlDeployment();
+    await waitFor(async () => (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/name=sidecar-terminator' })).items.length === 0,
+      { description: `no Pod of the kubectl deployment left in ${NAMESPACE}`, timeoutMs: 120_000 });
+    crdOwnership(true);
+    namespace = await createTestNamespace(core, 'helm');
+  });
+
+  after(async () => {
+    // Each step whatever the others did, so that the kubectl deployment comes back in any case.
+    const steps: [string, () => unknown][] = [
+      ['helm uninstall', () => installed && helmOnCluster('uninstall', RELEASE, '--namespace', RELEASE_NAMESPACE, '--cascade', 'foreground', '--wait', '--timeout', '3m')],
+      ['test namespace', () => namespace && deleteTestNamespace(clients().core, namespace)],
+      [RELEASE_NAMESPACE, () => deleteTestNamespace(clients().core, RELEASE_NAMESPACE, { timeoutMs: 180_000 })],
+      ['CRD', () => crdOwnership(false)],
+    ];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        console.log(`# cleanup, ${what}: ${(err as Error).message}`);
+      }
+    }
+    await deployProject(); // the kubectl deployment back, as the rest of the suite expects it
+  });
+
+  it('installs into its own namespace; the agent and the controller become ready', async () => {
+    const features = versionFeatures();
+    installed = true; // from here on, after() uninstalls whatever an install left
+    helmOnCluster('install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
+    rolledOut();
+    await leaderHeld();
+    const status = JSON.parse(helmOnCluster('status', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { info: { status: string }; version: number };
+    assert.equal(status.info.status, 'deployed');
+    // The policies (and the agent's fast path) exactly where the API server serves them.
+    const policies = kubectl('get', 'clusterroles', '-o', 'name').split('\n').includes('clusterrole.rbac.authorization.k8s.io/sidecar-terminator-agent-requests');
+    assert.equal(policies, features.admissionPolicies);
+    if (features.admissionPolicies) kubectl('get', 'validatingadmissionpolicy', 'agent-requests.sidecar-terminator.dev', 'containerrecreaterequests.sidecar-terminator.dev');
+    const state = features.admissionPolicies ? 'enabled' : 'no-permission';
+    await waitFor(async () => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1,
+      { description: `the agent's fast path ${state}`, timeoutMs: 60_000 });
+    const pdb = JSON.parse(kubectl('-n', RELEASE_NAMESPACE, 'get', 'pdb', CONTROLLER, '-o', 'json')) as { spec: { minAvailable: number } };
+    assert.equal(pdb.spec.minAvailable, 1);
+    const agentPriority = (await runningPods('agent'))[0]?.spec?.priorityClassName;
+    assert.equal(agentPriority, 'system-node-critical');
+  });
+
+  it('a Job with a sidecar completes', async () => {
+    const request = await jobCompletes(namespace!, 'first');
+    assert.equal(request.spec.ttlSecondsAfterFinished, 600);
+  });
+
+  it('upgrades: changed flags and a changed setting roll both workloads; the next request has the new setting', async () => {
+    const apps = clients().apps;
+    const before = {
+      agent: await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: AGENT }),
+      controller: await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: CONTROLLER }),
+    };
+    helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE,
+      ...clusterValues(undefined, { 'agent.workers': '8', 'controller.workers': '8', 'settings.requestTTLSeconds': '120' }), '--wait', '--timeout', '5m');
+    rolledOut();
+    const agent = await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: AGENT });
+    const controller = await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: CONTROLLER });
+    assert.ok(agent.metadata!.generation! > before.agent.metadata!.generation!, 'the DaemonSet changed');
+    assert.ok(controller.metadata!.generation! > before.controller.metadata!.generation!, 'the Deployment changed');
+    for (const component of ['agent', 'controller']) {
+      const pods = await runningPods(component);
+      assert.ok(pods.length > 0 && pods.every((p) => p.spec!.containers[0]!.args!.includes('--workers=8')), `every ${component} Pod runs with --workers=8`);
+    }
+    const history = JSON.parse(helmOnCluster('history', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { revision: number; status: string }[];
+    assert.deepEqual(history.map((h) => [h.revision, h.status]), [[1, 'superseded'], [2, 'deployed']]);
+    await leaderHeld();
+    const request = await jobCompletes(namespace!, 'second');
+    assert.equal(request.spec.ttlSecondsAfterFinished, 120);
+  });
+
+  it('uninstalls: nothing is left but the CRD (kept on purpose) and what the controller made (its Lease)', async () => {
+    // Foreground: the workloads are gone only once their Pods are.
+    helmOnCluster('uninstall', RELEASE, '--namespace', RELEASE_NAMESPACE, '--cascade', 'foreground', '--wait', '--timeout', '3m');
+    installed = false;
+    await waitFor(async () => (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE })).items.length === 0,
+      { description: `no Pod left in ${RELEASE_NAMESPACE}`, timeoutMs: 120_000 });
+    assert.deepEqual(leftovers(), []);
+    assert.equal(helmOnCluster('list', '--all-namespaces', '--all', '-q').trim(), '');
+    const crd = JSON.parse(kubectl('get', 'crd', CRD, '-o', 'json')) as Obj;
+    assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+    // The Lease is the controller's, not the chart's: it goes with the namespace.
+    const leases = kubectl('-n', RELEASE_NAMESPACE, 'get', 'leases', '-o', 'name').split('\n').filter(Boolean);
+    assert.deepEqual(leases, [`lease.coordination.k8s.io/${CONTROLLER}`]);
+  });
+});

@@ -1,0 +1,69 @@
+{{/*
+The labels of every object: the kustomize base's part-of, and Helm's own.
+*/}}
+{{- define "sidecar-terminator.labels" -}}
+app.kubernetes.io/part-of: sidecar-terminator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/*
+A component's Pod selector (and Pod labels): "agent" or "controller".
+*/}}
+{{- define "sidecar-terminator.selector" -}}
+app.kubernetes.io/name: sidecar-terminator
+app.kubernetes.io/component: {{ . }}
+{{- end }}
+
+{{/*
+The labels of a component's objects: (list $ "agent") or (list $ "controller").
+*/}}
+{{- define "sidecar-terminator.componentLabels" -}}
+{{ include "sidecar-terminator.selector" (index . 1) }}
+{{ include "sidecar-terminator.labels" (index . 0) }}
+{{- end }}
+
+{{/*
+The image of both workloads: repository@digest, or repository:tag (default: the chart's appVersion).
+*/}}
+{{- define "sidecar-terminator.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+{{- end }}
+
+{{/*
+Flags as args items (`- --name=value`), each only when its value differs from the program's own
+default, so that the default values render the kustomize base's args exactly. The defaults are
+agent/config.ts's and crr/config.ts's; test/manifests-helm.test.ts checks values.yaml against them.
+(list (list "name" value programDefault) ...)
+*/}}
+{{- define "sidecar-terminator.flags" -}}
+{{- range . }}
+{{- $value := index . 1 }}
+{{- if kindIs "float64" $value }}{{ $value = int64 $value }}{{ end }}
+{{- if ne (toString $value) (toString (index . 2)) }}
+- --{{ index . 0 }}={{ $value }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The namespace of the controller's Lease (and of the Role that lets it use it).
+*/}}
+{{- define "sidecar-terminator.leaseNamespace" -}}
+{{ .Values.controller.leaseNamespace | default .Release.Namespace }}
+{{- end }}
+
+{{/*
+Whether the admission policies (and the agent's create permission they make safe) are rendered.
+*/}}
+{{- define "sidecar-terminator.policies" -}}
+{{- if and .Values.admissionPolicies.enabled (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") -}}
+true
+{{- end }}
+{{- end }}
