@@ -1,26 +1,62 @@
 // The demo: on the local cluster, sidecar-terminator deployed from its manifests, a Job whose
-// Pod has a main container and a sidecar that never exits by itself; prints what happened.
-import { clients } from './support/cluster.ts';
-import { container, finishedJob, onlyPod, podEvents, requestsFor, runJob, SIDECAR_MARK, stopOnTerm, timeline } from './support/jobs.ts';
+// Pod has a main container and a sidecar that never exits by itself; prints what happened, timed
+// by containerd's own nanosecond clock for the containers and by the demo's watches for the rest.
+import * as k8s from '@kubernetes/client-node';
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import { CriRuntime } from '../agent/runtime/cri.ts';
+import { clients, clusterEnv } from './support/cluster.ts';
+import { container, finishedJob, onlyPod, podEvents, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { deployProject } from './support/deploy.ts';
 
 const NAMESPACE = 'demo';
 
+/** When the demo saw the first request for the Job's Pod, and the Job's end, on a watch (ms). */
+async function watchMilestones(kc: k8s.KubeConfig): Promise<{ requestSeenMs?: number; jobDoneMs?: number; stop: () => void }> {
+  const seen: { requestSeenMs?: number; jobDoneMs?: number; stop: () => void } = { stop: () => undefined };
+  const watch = new k8s.Watch(kc);
+  const ignore = () => undefined;
+  const requests = await watch.watch(`/apis/sidecar-terminator.dev/v1alpha1/namespaces/${NAMESPACE}/containerrecreaterequests`, {}, (type) => {
+    if (type === 'ADDED') seen.requestSeenMs ??= Date.now();
+  }, ignore);
+  const jobs = await watch.watch(`/apis/batch/v1/namespaces/${NAMESPACE}/jobs`, {}, (_type, job: V1Job) => {
+    if (job.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) seen.jobDoneMs ??= Date.now();
+  }, ignore);
+  seen.stop = () => { requests.abort(); jobs.abort(); };
+  return seen;
+}
+
+async function runtimeFinishedMs(cri: CriRuntime, pod: V1Pod, name: string): Promise<number | undefined> {
+  const id = pod.status?.containerStatuses?.find((s) => s.name === name)?.containerID?.replace(/^containerd:\/\//, '');
+  const status = id ? await cri.status(id) : undefined;
+  return status?.finishedAtNs ? Number(status.finishedAtNs / 1000n) / 1000 : undefined;
+}
+
 async function main(): Promise<void> {
-  const { core } = clients();
-  console.log('demo: deploying sidecar-terminator with kubectl apply -k (image built offline)');
+  const { core, kc } = clients();
+  console.log('demo: deploying sidecar-terminator with kubectl apply -k (image built offline, about 30 s)');
   await deployProject();
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  const milestones = await watchMilestones(kc);
   console.log('demo: Job "report": main container runs 3 s; sidecar "log-shipper" loops forever (KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true)');
   await runJob(NAMESPACE, 'report', {
     restartPolicy: 'Never',
     containers: [container('main', 'echo working; sleep 3; echo done'), container('log-shipper', stopOnTerm(0), { env: [SIDECAR_MARK] })],
   });
-  const { job, type } = await finishedJob(NAMESPACE, 'report');
+  const { type } = await finishedJob(NAMESPACE, 'report');
+  milestones.stop();
   const pod = await onlyPod(NAMESPACE, 'report');
   const [request] = await requestsFor(pod);
   console.log(`demo: Job ${type}`);
-  console.log(`demo: ${timeline('timeline', job, pod, 'main', 'log-shipper', request)}`);
+
+  const cri = await CriRuntime.connect(clusterEnv().containerdSocket);
+  const mainMs = await runtimeFinishedMs(cri, pod, 'main');
+  const sidecarMs = await runtimeFinishedMs(cri, pod, 'log-shipper');
+  cri.close();
+  const after = (ms: number | undefined) => (ms === undefined || mainMs === undefined ? '-' : `+${(ms - mainMs).toFixed(1)} ms`);
+  console.log('demo: timeline (containers: containerd\'s own clock; request and Job: when the demo\'s watches saw them)');
+  for (const [what, ms] of [['main finished', mainMs], ['sidecar stop requested', milestones.requestSeenMs], ['sidecar finished', sidecarMs], [`Job ${type}`, milestones.jobDoneMs]] as const) {
+    console.log(`demo:   ${what.padEnd(24)} ${after(ms)}`);
+  }
   if (request) {
     const state = request.status?.containerRecreateStates?.[0];
     console.log(`demo: ContainerRecreateRequest ${request.metadata.name}: ${request.status?.phase}, ${state?.name} ${state?.phase} (exit code ${state?.exitCode})`);

@@ -38,6 +38,8 @@ fi
 
 K8S_BIN_DIR=$(bash e2e/cluster/build-k8s.sh 9>&-)
 export K8S_BIN_DIR
+# The helm e2e test's helm, built before the cluster comes up (a failed build stops the run early).
+[ $# -gt 0 ] || bash e2e/cluster/build-helm.sh 9>&- >/dev/null
 state=${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}
 
 teardown() {

@@ -15,10 +15,22 @@ for c in "${components[@]}"; do [ -x "$out/$c" ] || complete=0; done
 if [ "$complete" = 1 ]; then echo "$out"; exit 0; fi
 
 export PATH=/usr/local/go/bin:$PATH GOFLAGS=-mod=mod GOTOOLCHAIN=${K8S_GOTOOLCHAIN:-local}
-echo "build-k8s: building Kubernetes $K8S_VERSION with $(go version | cut -d' ' -f3) into $out (several minutes)" >&2
+# Progress on stderr (stdout is the result): the first build takes about 10 minutes on 2 cores.
+steps=$(( ${#components[@]} + 1 ))
+t0=$SECONDS
+say() { echo "build-k8s: [$1/$steps, $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s] $2" >&2; }
+# A line every 30 s while a long step runs (on stderr only: stdout is captured by the caller).
+beat=
+heartbeat() { (while sleep 30; do say "$1" "$2: still working"; done) >&2 & beat=$!; }
+quiet() {
+  if [ -n "$beat" ]; then pkill -P "$beat" 2>/dev/null || true; kill "$beat" 2>/dev/null || true; beat=; fi
+}
+echo "build-k8s: building Kubernetes $K8S_VERSION from its Go module with $(go version | cut -d' ' -f3) into $out (first run only: about 10 minutes on 2 cores, most of it the first component)" >&2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'quiet; rm -rf "$work"' EXIT
 cd "$work"
+say 1 "downloading and verifying the modules"
+heartbeat 1 "downloading and verifying the modules"
 go mod init local/k8s-build >/dev/null 2>&1
 # As a dependency, k8s.io/kubernetes' own `replace ./staging/...` lines do not apply: pin each
 # staging module to the matching v0.x release instead.
@@ -44,6 +56,7 @@ import (
 GO
 go mod tidy -e >/dev/null 2>&1 || true
 go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+quiet
 
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 ldflags="-s -w"
@@ -52,11 +65,16 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 mkdir -p "$out"
+step=1
 for c in "${components[@]}"; do
+  step=$((step + 1))
   [ -x "$out/$c" ] && continue
   start=$(date +%s)
+  say "$step" "building $c"
+  heartbeat "$step" "building $c"
   CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+  quiet
   mv "$out/$c.tmp" "$out/$c"
-  echo "built $c in $(( $(date +%s) - start ))s" >&2
+  say "$step" "built $c in $(( $(date +%s) - start ))s"
 done
 echo "$out"

@@ -41,6 +41,9 @@ export async function runJob(namespace: string, name: string, spec: JobSpec): Pr
           nodeName: clusterEnv().nodeName,
           restartPolicy: spec.restartPolicy,
           terminationGracePeriodSeconds: spec.grace ?? 10,
+          // The local cluster has no cluster DNS and no test Pod needs one: with the default
+          // policy kubelet gives every Pod a MissingClusterDNS Warning.
+          dnsPolicy: 'Default',
           containers: spec.containers,
           initContainers: spec.initContainers,
           volumes: spec.volumes,
