@@ -8,8 +8,9 @@ import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
+import { createIfAbsent } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
-import { createLogger, errorMessage, statusCode } from '../common/log.ts';
+import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { ProjectingInformer } from '../common/informer.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
@@ -117,15 +118,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     cachedPodOfContainer: (containerID) => pods.byIndex(containerID)[0]?.termination,
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
-    createRequest: async (body) => {
-      try {
-        await client.create(requestPath(body.metadata.namespace), body);
-        return true;
-      } catch (err) {
-        if (statusCode(err) === 409) return false;
-        throw err;
-      }
-    },
+    createRequest: (body) => createIfAbsent(client, requestPath(body.metadata.namespace), body),
     events,
     metrics,
     log,

@@ -3,6 +3,7 @@ import type { V1Pod, V1ContainerStatus } from '@kubernetes/client-node';
 import { READINESS_CONDITION } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
+import { toMs } from '../common/time.ts';
 
 export type ContainerStatusState = 'waiting' | 'running' | 'terminated' | 'unknown';
 
@@ -89,10 +90,4 @@ function projectStatus(s: V1ContainerStatus): AgentContainerStatus {
     startedAtMs: toMs(s.state?.running?.startedAt),
     exitCode: s.state?.terminated?.exitCode,
   };
-}
-
-function toMs(t: Date | string | undefined): number | undefined {
-  if (t === undefined) return undefined;
-  const ms = new Date(t).getTime();
-  return Number.isNaN(ms) ? undefined : ms;
 }

@@ -2,13 +2,14 @@
 // of each target container, writes the planned status, and carries out the stops it orders.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../common/kube/client.ts';
+import { ignoreNotFound, isConflict } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
-import { errorMessage, statusCode } from '../common/log.ts';
+import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
 import { isFinal, ownerRefusal, planRequest } from './decide.ts';
@@ -169,12 +170,8 @@ export class Reconciler {
     const wantedUid = request.metadata.labels?.[LABEL_POD_UID];
     const cached = this.deps.cachedPod(namespace, name);
     if (cached && (!wantedUid || cached.uid === wantedUid)) return cached;
-    try {
-      return projectAgentPod(await this.deps.client.get<V1Pod>(podPath(namespace, name)));
-    } catch (err) {
-      if (statusCode(err) === 404) return undefined;
-      throw err;
-    }
+    const pod = await this.deps.client.get<V1Pod>(podPath(namespace, name)).catch(ignoreNotFound);
+    return pod && projectAgentPod(pod);
   }
 
   /** The runtime's view of the container the Pod status reports for each target (never statusContext's). */
@@ -335,7 +332,7 @@ export class Reconciler {
         await this.writeStatus(latest, update(latest), outcome);
         return latest;
       } catch (err) {
-        if (statusCode(err) !== 409) throw err;
+        if (!isConflict(err)) throw err;
         await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
       }
     }

@@ -8,9 +8,10 @@
 // the API calls (which may hang up to the client's request timeout), ends leadership at
 // lastRenewSent + renewDeadline (< leaseDuration, the margin absorbing clock-rate differences).
 import type { KubeClient } from './kube/client.ts';
+import { isNotFound } from './kube/errors.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
-import { errorMessage, statusCode } from './log.ts';
+import { errorMessage } from './log.ts';
 
 /** The fields of a coordination.k8s.io/v1 Lease that the election reads and writes. */
 interface Lease {
@@ -195,7 +196,7 @@ export class LeaderElector {
     try {
       lease = await this.client.get<Lease>(this.leasePath());
     } catch (err) {
-      if (statusCode(err) !== 404) throw err;
+      if (!isNotFound(err)) throw err;
       const sentAtMs = Date.now();
       const now = microTime(new Date(sentAtMs));
       await this.client.create(resourcePath('coordination.k8s.io/v1', 'leases', namespace), {

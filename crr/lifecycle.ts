@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest, CRRContainer } from '../api/container-recreate-request.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted } from '../api/container-recreate-request.ts';
+import { toMs } from '../common/time.ts';
 
 /** How long an admitted request may wait for an agent to pick it up. */
 export const AGENT_PICKUP_TIMEOUT_MS = 60_000;
@@ -75,7 +76,7 @@ function needsAdmission(crr: ContainerRecreateRequest): boolean {
 
 /** Deadline and agent pickup of an admitted request; looked at again when the nearer one is due. */
 function whileActive(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
-  const created = timeMs(crr.metadata.creationTimestamp) ?? nowMs;
+  const created = toMs(crr.metadata.creationTimestamp) ?? nowMs;
   const waits: number[] = [];
   const deadline = crr.spec.activeDeadlineSeconds;
   if (deadline !== undefined) {
@@ -97,7 +98,7 @@ function whileActive(crr: ContainerRecreateRequest, nowMs: number): LifecycleAct
 function afterCompletion(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
   if (isAdmitted(crr)) return { kind: 'deactivate' };
   const ttl = crr.spec.ttlSecondsAfterFinished;
-  const completed = timeMs(crr.status?.completionTime);
+  const completed = toMs(crr.status?.completionTime);
   if (ttl === undefined || completed === undefined) return { kind: 'none' };
   const left = completed + ttl * 1000 - nowMs;
   return left <= 0 ? { kind: 'delete' } : { kind: 'none', requeueAfterMs: boundedDelayMs(left + 1) };
@@ -128,12 +129,6 @@ function admit(crr: ContainerRecreateRequest, pod: V1Pod): LifecycleAction {
   }
   const uid = pod.metadata?.uid ?? '';
   return { kind: 'admit', labels: { [LABEL_NODE_NAME]: nodeName, [LABEL_POD_UID]: uid, [LABEL_ACTIVE]: 'true' }, containers };
-}
-
-function timeMs(t: string | Date | undefined): number | undefined {
-  if (t === undefined) return undefined;
-  const ms = new Date(t).getTime();
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 export type ReadinessAction =

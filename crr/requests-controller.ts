@@ -2,9 +2,9 @@
 // run or ran out of time, unlabels and deletes finished ones, and handles unreadyGracePeriodSeconds.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../common/kube/client.ts';
+import { ignoreNotFound, isNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
-import { statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { EventRecorder } from '../common/events.ts';
 import { decideLifecycle, decideReadiness } from './lifecycle.ts';
@@ -52,13 +52,8 @@ export class RequestsController {
     return action.kind === 'none' && action.requeueAfterMs !== undefined ? { requeueAfterMs: action.requeueAfterMs } : undefined;
   }
 
-  private async readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
-    try {
-      return await this.deps.client.get<V1Pod>(podPath(namespace, name));
-    } catch (err) {
-      if (statusCode(err) === 404) return undefined;
-      throw err;
-    }
+  private readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
+    return this.deps.client.get<V1Pod>(podPath(namespace, name)).catch(ignoreNotFound);
   }
 
   /** One Warning per Pod, however many requests that do not match it are made. */
@@ -95,7 +90,7 @@ export class RequestsController {
           await this.deps.client.delete(this.path(crr), { preconditions: { uid: crr.metadata.uid } });
           this.deps.log.info('request deleted after its TTL', { request: ref });
         } catch (err) {
-          if (statusCode(err) !== 404) throw err;
+          if (!isNotFound(err)) throw err;
         }
         return;
     }

@@ -2,6 +2,7 @@
 // and its requests, and carries out the one action decided (create a request, swap images, patch
 // the phase), emitting each event once.
 import type { KubeClient } from '../common/kube/client.ts';
+import { createIfAbsent } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
@@ -124,12 +125,10 @@ export class SidecarController {
 
   private async createRequest(request: ContainerRecreateRequest): Promise<CreateOutcome> {
     try {
-      await this.deps.client.create(requestPath(request.metadata.namespace), request);
-      return { kind: 'created' };
+      const created = await createIfAbsent(this.deps.client, requestPath(request.metadata.namespace), request);
+      return { kind: created ? 'created' : 'exists' };
     } catch (err) {
-      const code = statusCode(err);
-      if (code === 409) return { kind: 'exists' };
-      if (isRejection(code)) return { kind: 'rejected', message: errorMessage(err) };
+      if (isRejection(statusCode(err))) return { kind: 'rejected', message: errorMessage(err) };
       throw err;
     }
   }

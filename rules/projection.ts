@@ -8,6 +8,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
 } from '../api/names.ts';
+import { toMs } from '../common/time.ts';
 
 /** Markers read from a container's env (literal `value` only). */
 export interface EnvMarkers {
@@ -225,10 +226,4 @@ function projectState(status: V1ContainerStatus): ContainerState {
   if (state?.running) return { kind: 'running' };
   // No state at all is what kubelet reports before the container exists: waiting.
   return { kind: 'waiting', reason: state?.waiting?.reason };
-}
-
-function toMs(value: string | Date | undefined): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }

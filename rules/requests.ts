@@ -21,6 +21,7 @@ import {
 } from '../api/container-recreate-request.ts';
 import { REQUEST_NAME_PREFIX } from '../api/names.ts';
 import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
+import { toMs } from '../common/time.ts';
 import type { PodProjection } from './projection.ts';
 
 /** Value of the created-by label on the requests the sidecar terminator creates. */
@@ -161,12 +162,6 @@ function projectRequestContainer(container: CRRContainer, states: readonly Conta
     ...(container.statusContext ? { statusContext: { ...container.statusContext } } : {}),
     ...(state ? { state: { phase: state.phase, exitCode: state.exitCode, message: state.message } } : {}),
   };
-}
-
-function toMs(value: string | Date | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /** Exponential from retryBaseDelaySeconds for attempt 2, capped at retryMaxDelaySeconds. */

@@ -3,8 +3,9 @@
 // manifests/policies depend (README, "Supported Kubernetes versions").
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
-import { errorMessage, statusCode } from '../log.ts';
+import { errorMessage } from '../log.ts';
 import type { KubeClient } from './client.ts';
+import { isNotFound } from './errors.ts';
 
 export interface ClusterInfo {
   version: string;
@@ -15,7 +16,7 @@ export async function readClusterInfo(client: Pick<KubeClient, 'get'>): Promise<
   const [version, policies] = await Promise.all([
     client.get<{ gitVersion?: string }>('/version'),
     client.get<{ resources?: { name?: string }[] }>('/apis/admissionregistration.k8s.io/v1').catch((err: unknown) => {
-      if (statusCode(err) === 404) return { resources: [] };
+      if (isNotFound(err)) return { resources: [] };
       throw err;
     }),
   ]);
