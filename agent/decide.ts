@@ -13,6 +13,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
+import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
 import { KUBELET_LABELS } from './runtime/owner.ts';
@@ -144,7 +145,7 @@ export function planRequest(input: RequestInputs): RequestPlan {
   const ending = ended(input);
   if (ending) return complete(crr, recorded, ending, nowMs);
   // Look again just after the deadline, so that a request left waiting ends on time.
-  const remaining = untilDeadlineMs(input);
+  const remaining = untilDeadlineMs(crr, nowMs);
   const untilDeadline = remaining === undefined ? undefined : remaining + 1;
 
   if (input.queuedBehind) {
@@ -219,8 +220,9 @@ function refuse({ crr, pod, nodeName }: RequestInputs): Refusal | undefined {
   if (!uidLabel) {
     return { reason: 'pod-uid-label-missing', message: refusedMessage(`${request} has no ${LABEL_POD_UID} label, so it cannot be matched to ${podRef} (uid ${pod.uid})`) };
   }
-  if (uidLabel !== pod.uid) {
-    return { reason: 'pod-uid-mismatch', message: refusedMessage(`${request} is for Pod uid ${uidLabel}, but ${podRef} has uid ${pod.uid} (${pod.name} was replaced)`) };
+  const replaced = replacedPodUid(crr, pod.uid);
+  if (replaced !== undefined) {
+    return { reason: 'pod-uid-mismatch', message: refusedMessage(`${request} is for Pod uid ${replaced}, but ${podRef} has uid ${pod.uid} (${pod.name} was replaced)`) };
   }
   if (pod.nodeName !== nodeName) {
     return { reason: 'other-node', message: refusedMessage(`${podRef} runs on node ${pod.nodeName || '(none)'}, not ${nodeName}`) };
@@ -247,19 +249,7 @@ function runtimeOwnerRefusal(input: RequestInputs, recorded: Map<string, Contain
 /** The request ends without a refusal: the Pod is going away, or the deadline passed. */
 function ended({ crr, pod, nowMs }: RequestInputs): string | undefined {
   if (pod.deleting) return `Pod ${pod.name} is being deleted`;
-  const remaining = untilDeadlineMs({ crr, nowMs });
-  if (remaining !== undefined && remaining < 0) {
-    return `activeDeadlineSeconds (${crr.spec.activeDeadlineSeconds}s) passed before the request finished`;
-  }
-  return undefined;
-}
-
-/** Milliseconds until activeDeadlineSeconds passes (negative once it has), or undefined without one. */
-function untilDeadlineMs({ crr, nowMs }: Pick<RequestInputs, 'crr' | 'nowMs'>): number | undefined {
-  const deadline = crr.spec.activeDeadlineSeconds;
-  const created = crr.metadata.creationTimestamp ? new Date(crr.metadata.creationTimestamp).getTime() : undefined;
-  if (deadline === undefined || created === undefined || Number.isNaN(created)) return undefined;
-  return created + deadline * 1000 - nowMs;
+  return deadlinePassed(crr, nowMs);
 }
 
 /** The runtime's view of exactly `containerID`, or an empty view. */

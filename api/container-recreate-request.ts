@@ -28,6 +28,14 @@ export interface StatusContext {
 }
 
 /**
+ * The attempt a request pins a container to: the container ID and restart count the Pod status
+ * reports for it. Undefined before the container has an ID (not started).
+ */
+export function statusContextOf(status: { containerID?: string; restartCount: number } | undefined): StatusContext | undefined {
+  return status?.containerID ? { containerID: status.containerID, restartCount: status.restartCount } : undefined;
+}
+
+/**
  * A container the request is about. Only the name is the creator's to choose: the hook, the ports and
  * the container ID the agent acts on always come from the Pod as the API server and the runtime show
  * it. `statusContext` pins the attempt (filled by the controller when absent); the agent compares it

@@ -3,7 +3,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest, CRRContainer } from '../api/container-recreate-request.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted } from '../api/container-recreate-request.ts';
+import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted, statusContextOf } from '../api/container-recreate-request.ts';
 import { toMs } from '../common/time.ts';
 
 /** How long an admitted request may wait for an agent to pick it up. */
@@ -48,8 +49,8 @@ function mismatchWithPod(crr: ContainerRecreateRequest, pod: V1Pod): string | un
   const podName = crr.spec.podName;
   const labels = crr.metadata.labels ?? {};
   const uid = pod.metadata?.uid ?? '';
-  const uidLabel = labels[LABEL_POD_UID];
-  if (uidLabel !== undefined && uidLabel !== uid) {
+  const uidLabel = replacedPodUid(crr, uid);
+  if (uidLabel !== undefined) {
     return `label ${LABEL_POD_UID}=${uidLabel} does not match Pod ${podName} (${uid}): it was deleted and recreated, or the label is wrong; request not executed`;
   }
   const nodeName = pod.spec?.nodeName;
@@ -76,15 +77,13 @@ function needsAdmission(crr: ContainerRecreateRequest): boolean {
 
 /** Deadline and agent pickup of an admitted request; looked at again when the nearer one is due. */
 function whileActive(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
-  const created = toMs(crr.metadata.creationTimestamp) ?? nowMs;
+  const expired = deadlinePassed(crr, nowMs);
+  if (expired) return { kind: 'complete', message: expired };
   const waits: number[] = [];
-  const deadline = crr.spec.activeDeadlineSeconds;
-  if (deadline !== undefined) {
-    const left = created + deadline * 1000 - nowMs;
-    if (left <= 0) return { kind: 'complete', message: `activeDeadlineSeconds (${deadline}s) passed before the request finished` };
-    waits.push(left);
-  }
+  const untilDeadline = untilDeadlineMs(crr, nowMs);
+  if (untilDeadline !== undefined) waits.push(untilDeadline);
   if (!crr.status?.phase) {
+    const created = toMs(crr.metadata.creationTimestamp) ?? nowMs;
     const left = created + AGENT_PICKUP_TIMEOUT_MS - nowMs;
     if (left <= 0) {
       const node = crr.metadata.labels?.[LABEL_NODE_NAME];
@@ -123,9 +122,9 @@ function admit(crr: ContainerRecreateRequest, pod: V1Pod): LifecycleAction {
       containers.push(c);
       continue;
     }
-    const status = pod.status?.containerStatuses?.find((s) => s.name === c.name);
-    if (!status?.containerID) return { kind: 'complete', message: `container ${c.name} of Pod ${podName} has no container ID yet (not started)` };
-    containers.push({ ...c, statusContext: { containerID: status.containerID, restartCount: status.restartCount } });
+    const statusContext = statusContextOf(pod.status?.containerStatuses?.find((s) => s.name === c.name));
+    if (!statusContext) return { kind: 'complete', message: `container ${c.name} of Pod ${podName} has no container ID yet (not started)` };
+    containers.push({ ...c, statusContext });
   }
   const uid = pod.metadata?.uid ?? '';
   return { kind: 'admit', labels: { [LABEL_NODE_NAME]: nodeName, [LABEL_POD_UID]: uid, [LABEL_ACTIVE]: 'true' }, containers };

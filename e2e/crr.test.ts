@@ -6,6 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CRRSpec } from '../api/container-recreate-request.ts';
 import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
@@ -79,7 +80,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     const after = await core.readNamespacedPod({ namespace, name: 'always' });
     assert.equal(after.status?.containerStatuses?.[0]?.restartCount, 1);
     console.log(`# request created → Completed (restarted, running again): ${Date.now() - created} ms`);
-    assert.ok((await podEvents('always')).some((e) => e.startsWith('Killing: Stopping container worker')));
+    assert.ok((await podEvents('always')).some((e) => e.startsWith(`${EVENT_REASONS.killing}: Stopping container worker`)));
     await waitFor(async () => (await readRequest('restart-always')) === undefined, { description: 'request deleted after its TTL', timeoutMs: 30_000 });
   });
 
@@ -121,7 +122,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     const done = await completed('bad-hook');
     assert.equal(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
     const events = await podEvents('bad-hook');
-    assert.ok(events.some((e) => e.startsWith('FailedPreStopHook:') && e.includes('exited with code 3') && e.includes('no drain for you')), events.join('\n'));
+    assert.ok(events.some((e) => e.startsWith(`${EVENT_REASONS.failedPreStopHook}:`) && e.includes('exited with code 3') && e.includes('no drain for you')), events.join('\n'));
   });
 
   it('completes a request for a container the Pod does not have, with a message', async () => {

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import type { V1Pod } from '@kubernetes/client-node';
+import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
@@ -99,7 +100,7 @@ describe('Job sidecar termination on the local cluster', () => {
     await sleep(5_000);
     const requests = await requestsFor(pod);
     assert.equal(requests.length, 1, requests.map((r) => r.metadata.name).join(', '));
-    assert.ok(!(await podEvents(pod)).some((e) => e.includes('RetryingSidecarTermination')));
+    assert.ok(!(await podEvents(pod)).some((e) => e.includes(EVENT_REASONS.retrying)));
   });
 
   it('Never, sidecar ignores SIGTERM, ignore-exit-code: Job Complete', async () => {
@@ -112,7 +113,7 @@ describe('Job sidecar termination on the local cluster', () => {
     timeline('Never, ignore-exit-code', job, pod, 'main', 'proxy');
     assert.equal(type, 'Complete');
     assert.equal(pod.status?.phase, 'Succeeded');
-    assert.equal(pod.status?.conditions?.find((c) => c.type === 'SidecarTerminated')?.status, 'True');
+    assert.equal(pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED)?.status, 'True');
     await waitFor(async () => {
       const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
       return containerStatus(p, 'proxy')?.state?.terminated;
@@ -219,7 +220,7 @@ describe('Job sidecar termination on the local cluster', () => {
       assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, 'sidecar-terminator.local/quick-exit:1');
       assert.equal(terminated(pod, 'proxy').exitCode, 0);
       assert.deepEqual(await requestsFor(pod), []);
-      const swaps = (await podEvents(pod)).filter((e) => e.includes('ReplacingSidecarImage'));
+      const swaps = (await podEvents(pod)).filter((e) => e.includes(EVENT_REASONS.replacingImage));
       assert.equal(swaps.length, 1, `one event for the swap: ${swaps.join('\n')}`);
     } finally {
       kubectl('label', 'node', node, 'type-');

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { apiAs, requestsPath } from './support/api-as.ts';
 import type { ApiAnswer, Caller } from './support/api-as.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
@@ -196,7 +197,7 @@ describe('security: a request reaches only the containers its creator may touch'
     const text = JSON.stringify(done.status);
     assert.match(text, /refused/, text);
     assert.match(text, /nothing was executed/, text);
-    await waitFor(async () => (await reasons(pod, 'RequestRefused')).length > 0, { description: 'a RequestRefused Warning on the Pod', timeoutMs: 30_000 });
+    await waitFor(async () => (await reasons(pod, EVENT_REASONS.requestRefused)).length > 0, { description: `a ${EVENT_REASONS.requestRefused} Warning on the Pod`, timeoutMs: 30_000 });
     await assertVictimUntouched();
   });
 
@@ -233,9 +234,9 @@ describe('security: a request reaches only the containers its creator may touch'
     assert.ok(jobEnd - mainEnd < 30_000, `the Job completed ${jobEnd - mainEnd} ms after its main: not held up by the forged request`);
     const ours = await readRequest(`${name}-2`);
     assert.equal(ours?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(ours?.status));
-    assert.deepEqual(await reasons(done, 'RetryingSidecarTermination'), []);
+    assert.deepEqual(await reasons(done, EVENT_REASONS.retrying), []);
     // The refusal is on the Pod too, once.
-    await waitFor(async () => (await reasons(done, 'RequestRefused')).length === 1, { description: 'one RequestRefused Warning on the Pod', timeoutMs: 30_000 });
+    await waitFor(async () => (await reasons(done, EVENT_REASONS.requestRefused)).length === 1, { description: `one ${EVENT_REASONS.requestRefused} Warning on the Pod`, timeoutMs: 30_000 });
 
     // Nor can that token write the status of a request of the real node (before 1.30 nothing
     // confines an agent's status writes: README, "Supported Kubernetes versions").
@@ -292,7 +293,7 @@ describe('security: a request reaches only the containers its creator may touch'
     assert.equal(type, 'Complete');
     const pod = await jobs.onlyPod(attackerNs, 'unstartable');
     assert.equal(pod.status?.phase, 'Succeeded');
-    assert.ok((await reasons(pod, 'SidecarNotStarted')).length === 1, (await podEvents(pod)).join('\n'));
+    assert.ok((await reasons(pod, EVENT_REASONS.sidecarNotStarted)).length === 1, (await podEvents(pod)).join('\n'));
   });
 
   it('an agent stopped in the middle of a stop finishes it; the next one repeats no stop, hook or event', async () => {
@@ -311,7 +312,7 @@ describe('security: a request reaches only the containers its creator may touch'
     await sleep(5_000); // room for a wrongly repeated stop to show
     const pod = await core.readNamespacedPod({ namespace: attackerNs, name: 'rolling' });
     assert.equal((logs(attackerNs, 'rolling', 'app').match(/HOOK/g) ?? []).length, 1, 'the hook ran once');
-    assert.equal((await reasons(pod, 'Killing')).length, 1, (await podEvents(pod)).join('\n'));
+    assert.equal((await reasons(pod, EVENT_REASONS.killing)).length, 1, (await podEvents(pod)).join('\n'));
   });
 
   it('the agent and the controller kept working through all of it', async () => {

@@ -6,6 +6,7 @@ import type {
   ContainerRecreateState,
   CRRContainer,
   CRRPhase,
+  StatusContext,
 } from '../api/container-recreate-request.ts';
 import {
   API_VERSION,
@@ -18,6 +19,7 @@ import {
   MAX_REQUEST_CONTAINERS,
   MIN_ACTIVE_DEADLINE_SECONDS,
   MAX_TTL_SECONDS_AFTER_FINISHED,
+  statusContextOf,
 } from '../api/container-recreate-request.ts';
 import { REQUEST_NAME_PREFIX } from '../api/names.ts';
 import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
@@ -199,7 +201,7 @@ export function buildTerminationRequest(
     },
     spec: {
       podName: pod.name,
-      containers: containers.map((name) => ({ name, statusContext: statusContextOf(pod, name) })),
+      containers: containers.map((name) => ({ name, statusContext: pinnedTo(pod, name) })),
       strategy: { forceRecreate: true, failurePolicy: 'Ignore' },
       activeDeadlineSeconds: deadlineFor(pod, options),
       ttlSecondsAfterFinished: Math.min(MAX_TTL_SECONDS_AFTER_FINISHED, options.ttlSecondsAfterFinished),
@@ -207,12 +209,10 @@ export function buildTerminationRequest(
   };
 }
 
-function statusContextOf(pod: PodProjection, container: string): { containerID: string; restartCount: number } {
-  const status = pod.statuses.find((s) => s.name === container);
-  if (!status?.containerID) {
-    throw new Error(`container "${container}" of Pod ${pod.namespace}/${pod.name} has no container ID yet`);
-  }
-  return { containerID: status.containerID, restartCount: status.restartCount };
+function pinnedTo(pod: PodProjection, container: string): StatusContext {
+  const context = statusContextOf(pod.statuses.find((s) => s.name === container));
+  if (!context) throw new Error(`container "${container}" of Pod ${pod.namespace}/${pod.name} has no container ID yet`);
+  return context;
 }
 
 /**
