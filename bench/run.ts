@@ -197,8 +197,10 @@ function targets(r: Results): Target[] {
   const add = (what: string, target: string, value: number | undefined, unit: string, ok: (v: number) => boolean) =>
     t.push({ what, target, value: value === undefined || Number.isNaN(value) ? 'not measured' : `${value}${unit}`, met: value === undefined || Number.isNaN(value) ? null : ok(value) });
   add('ours / native, main finished → sidecar finished, p50', '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
-  add(`${r.latencyOldest?.kubernetes ?? 'oldest release'} (no native sidecars): main finished → sidecar finished, p50`, '≤ newest release\'s native p50', r.latencyOldest?.ours.mainToSidecarMs.p50, ' ms',
-    (v) => r.latency?.native !== undefined && v <= r.latency.native.mainToSidecarMs.p50);
+  // Reported without a target: no native sidecars to compare with, and no fast path before 1.30
+  // (the controller acts on kubelet's report of the mains, which comes with its relist, ≤ 1 s).
+  const oldestP50 = r.latencyOldest?.ours.mainToSidecarMs.p50;
+  t.push({ what: `${r.latencyOldest?.kubernetes ?? 'oldest release'}, ours alone: main finished → sidecar finished, p50`, target: 'none (no native sidecars; no fast path before 1.30)', value: oldestP50 === undefined ? 'not measured' : `${oldestP50} ms`, met: null });
   add('burst of 100: main → sidecar finished, p99', '< 2000 ms', r.burst?.mainToSidecarMs.p99, ' ms', (v) => v < 2000);
   add('burst of 100: missed', '0', r.burst?.missed, '', (v) => v === 0);
   // Figures are in MiB; the targets in MB (10^6 bytes).
