@@ -6,7 +6,7 @@
 // the same request (same name) itself should the agent miss the exit.
 import { decide } from '../rules/decide.ts';
 import type { CreateRequest } from '../rules/decision.ts';
-import type { ContainerState, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
+import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
 import type { ExistingRequest, SidecarTerminatorOptions } from '../rules/requests.ts';
 import type { PodContainer } from './runtime/types.ts';
 
@@ -60,7 +60,7 @@ function latestAttempt(containers: readonly PodContainer[], name: string): PodCo
 }
 
 /** undefined when the runtime's view says less than the reported status (an exit without its code). */
-function runtimeState(c: PodContainer): ContainerState | undefined {
+function runtimeState(c: PodContainer): ContainerStateProjection | undefined {
   switch (c.state) {
     case 'running':
       return { kind: 'running' };

@@ -26,7 +26,7 @@ import { Reconciler, podKey } from './reconciler.ts';
 import type { RuntimeDiscovery } from './runtimes.ts';
 import { RuntimeRegistry } from './runtimes.ts';
 
-/** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules. */
+/** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules (agent/pod.ts says why two). */
 interface CachedPod {
   pod: AgentPod;
   /** Only for Pods the sidecar rules may concern. */

@@ -1,4 +1,12 @@
 // The agent's compact view of a Pod on its node: only what carrying out a request needs.
+//
+// Not merged with rules/projection.ts's PodProjection, which the agent also keeps, for the Pods the
+// Job rules may concern (its fast path): the two read different parts of the Pod (this one the
+// preStop hooks, ports, Pod IP, our readiness condition, each container's readiness and start; that
+// one the markers, our annotations, images, exit codes and finish times), for Pods chosen
+// differently (this one for every Pod of the node, as any request may name it; that one only for
+// Pods with a marker and restartPolicy other than Always), and the controller keeps a
+// PodProjection for every such Pod of the cluster, where hooks and ports would only cost memory.
 import type { V1Pod, V1ContainerStatus } from '@kubernetes/client-node';
 import { READINESS_CONDITION } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';

@@ -32,7 +32,8 @@ import type { KubeClient, Query, WatchEvent } from './kube/client.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
-export interface ObjectMeta {
+/** What the informer reads of every object it watches: its key and its resourceVersion. */
+export interface WatchedObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
@@ -41,7 +42,7 @@ interface ListPage<T> {
   metadata?: { resourceVersion?: string; continue?: string };
 }
 
-export interface InformerOptions<T extends ObjectMeta, P> {
+export interface InformerOptions<T extends WatchedObject, P> {
   client: KubeClient;
   /** API path to list and watch, e.g. /api/v1/pods */
   path: string;
@@ -73,12 +74,12 @@ function watchTimeoutSeconds(): number {
   return 300 + Math.floor(Math.random() * 300);
 }
 
-export function objectKey(obj: ObjectMeta): string {
+export function objectKey(obj: WatchedObject): string {
   const { namespace, name } = obj.metadata ?? {};
   return namespace ? `${namespace}/${name}` : (name ?? '');
 }
 
-export class ProjectingInformer<T extends ObjectMeta, P> {
+export class ProjectingInformer<T extends WatchedObject, P> {
   private readonly items = new Map<string, P>();
   /** indexBy value → keys, and key → its indexBy values. */
   private readonly index = new Map<string, Set<string>>();

@@ -13,7 +13,7 @@ import type { NodeKind } from '../rules/classify.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import { decide, requestRejectedWarning } from '../rules/decide.ts';
 import type { CreateRequest, Decision } from '../rules/decision.ts';
-import type { PodEvent } from '../rules/events.ts';
+import type { DecisionEvent } from '../rules/events.ts';
 import { EmittedEvents } from '../rules/events.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import type { SidecarTerminatorOptions } from '../rules/requests.ts';
@@ -143,7 +143,7 @@ export class SidecarController {
     return { requeueAfterMs: REJECTED_RETRY_MS };
   }
 
-  private emit(key: string, pod: PodProjection, events: PodEvent[]): void {
+  private emit(key: string, pod: PodProjection, events: DecisionEvent[]): void {
     for (const event of this.emitted.take(key, pod.uid, events)) this.deps.events.emit(pod, event);
   }
 }

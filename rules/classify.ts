@@ -7,7 +7,7 @@ import {
   ENV_TERMINATE_WITH_IMAGE,
   EVENT_REASONS,
 } from '../api/names.ts';
-import type { PodEvent } from './events.ts';
+import type { DecisionEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
 import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';
 import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
@@ -29,7 +29,7 @@ export interface Classification {
   /** Every spec container that is not a sidecar. */
   mains: string[];
   /** Annotations naming unknown containers, markers that have no effect: one Warning per Pod and reason. */
-  warnings: PodEvent[];
+  warnings: DecisionEvent[];
 }
 
 export function classify(pod: PodProjection): Classification {
@@ -70,7 +70,7 @@ function toSidecar(
  * One Warning per Pod for every entry of both annotations that does nothing: however many there
  * are, it quotes a few and counts the rest (an annotation of junk must not become a flood of events).
  */
-function unknownNamesWarning(pod: PodProjection): PodEvent[] {
+function unknownNamesWarning(pod: PodProjection): DecisionEvent[] {
   const parts = [
     ...describeUnknown(ANNOTATION_SIDECARS, pod.annotations.sidecars),
     ...describeUnknown(ANNOTATION_IGNORE_EXIT_CODE, pod.annotations.ignoreExitCode),
@@ -109,7 +109,7 @@ function ineffectiveIgnoreWarning(
   pod: PodProjection,
   sidecars: readonly Sidecar[],
   annotatedIgnore: ReadonlySet<string>,
-): PodEvent[] {
+): DecisionEvent[] {
   const ignoring = new Set(sidecars.filter((s) => s.ignoreExitCode).map((s) => s.name));
   const vain = pod.containers
     .filter((c) => !ignoring.has(c.name) && (c.markers.ignoreExitCode || annotatedIgnore.has(c.name)))
@@ -133,7 +133,7 @@ export function isStoppableOn(sidecar: Sidecar, node: NodeKind): boolean {
 }
 
 /** The one Warning per Pod for the sidecars that nothing will stop where the Pod runs. */
-export function notStoppableWarning(pod: PodProjection, sidecars: readonly Sidecar[], node: NodeKind): PodEvent {
+export function notStoppableWarning(pod: PodProjection, sidecars: readonly Sidecar[], node: NodeKind): DecisionEvent {
   const where = `${node} node "${pod.nodeName ?? ''}"`;
   const several = sidecars.length > 1;
   const names = `Sidecar${several ? 's' : ''} ${quoteList(sidecars.map((s) => s.name))}`;

@@ -12,7 +12,7 @@ import {
 } from '../api/names.ts';
 import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, Wait, WaitReason } from './decision.ts';
 import { boundedDelayMs } from './decision.ts';
-import type { PodEvent } from './events.ts';
+import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
@@ -60,7 +60,7 @@ interface Facts {
   context: DecideContext;
   options: SidecarTerminatorOptions;
   /** Events every decision from here on carries. */
-  events: PodEvent[];
+  events: DecisionEvent[];
 }
 
 export function decide(pod: PodProjection, node: NodeKind, context: DecideContext): Decision {
@@ -242,7 +242,7 @@ function remainingMs(previous: ExistingRequest, delaySeconds: number, nowMs: num
   return Math.max(0, since + delaySeconds * 1000 - nowMs);
 }
 
-function retryWarning(previous: ExistingRequest, retried: string[], name: string, attempt: number, delaySeconds: number): PodEvent {
+function retryWarning(previous: ExistingRequest, retried: string[], name: string, attempt: number, delaySeconds: number): DecisionEvent {
   const why = requestOutcome(previous, retried);
   return warning(
     EVENT_REASONS.retrying,
@@ -365,7 +365,7 @@ function describeWaiting(pod: PodProjection, sidecars: readonly Sidecar[]): stri
 }
 
 /** The one Warning per Pod about sidecars that have not started while the mains are done. */
-function notStartedWarning(facts: Facts, sidecars: readonly Sidecar[]): PodEvent[] {
+function notStartedWarning(facts: Facts, sidecars: readonly Sidecar[]): DecisionEvent[] {
   if (sidecars.length === 0) return [];
   const several = sidecars.length > 1;
   const them = several ? 'them' : 'it';
@@ -538,7 +538,7 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
  * restartPolicy Never: sidecars that exited non-zero fail the Pod although every main succeeded.
  * The phase is left alone (the failure may be real); one Warning tells the operator how to fix it.
  */
-function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification): PodEvent[] {
+function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification): DecisionEvent[] {
   if (pod.restartPolicy !== 'Never' || pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
   const failed = classification.sidecars.flatMap((s) => {
     const state = statusOf(pod, s.name)?.state;
@@ -574,11 +574,11 @@ function sidecarFailedPodWarnings(pod: PodProjection, classification: Classifica
 
 // ---- helpers ----
 
-function notHandled(reason: NotHandledReason, message: string, events: PodEvent[]): NotHandled {
+function notHandled(reason: NotHandledReason, message: string, events: DecisionEvent[]): NotHandled {
   return { kind: 'notHandled', reason, message, events };
 }
 
-function wait(reason: WaitReason, message: string, events: PodEvent[], sidecars: readonly Sidecar[]): Wait {
+function wait(reason: WaitReason, message: string, events: DecisionEvent[], sidecars: readonly Sidecar[]): Wait {
   return { kind: 'wait', reason, message, events, containers: sidecars.map((s) => s.name) };
 }
 
@@ -596,7 +596,7 @@ function boundedKey(reason: string, parts: readonly string[]): string {
  * The Warning for a request the API server refused as invalid (or forbidden): the controller gives
  * it once and tries again only after a long delay, instead of failing in a loop with a log line.
  */
-export function requestRejectedWarning(decision: CreateRequest, apiMessage: string, retryInSeconds: number): PodEvent {
+export function requestRejectedWarning(decision: CreateRequest, apiMessage: string, retryInSeconds: number): DecisionEvent {
   const name = decision.request.metadata.name ?? '';
   return warning(
     EVENT_REASONS.requestRejected,

@@ -1,7 +1,7 @@
 // What decide() returns: one action (or none, and why) plus the events that go with it.
 import { clampDelay, MAX_REQUEUE_MS } from '../common/queue.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import type { PodEvent } from './events.ts';
+import type { DecisionEvent } from './events.ts';
 
 export type TerminalPhase = 'Succeeded' | 'Failed';
 
@@ -37,7 +37,7 @@ export type WaitReason =
 
 interface DecisionBase {
   /** Emit when the action is carried out (for notHandled/wait: right away), once per Pod and key. */
-  events: PodEvent[];
+  events: DecisionEvent[];
   /** One line for logs. */
   message: string;
 }

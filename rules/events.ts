@@ -1,9 +1,8 @@
 // Events a decision asks the I/O layer to emit on the Pod.
+import type { PodEvent } from '../common/events.ts';
 
-export interface PodEvent {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
+/** An event on the Pod (what the recorder sends) that a decision carries, with its key. */
+export interface DecisionEvent extends PodEvent {
   /**
    * Stable identity of what the event reports. Decisions are recomputed on every reconcile, so the
    * I/O layer emits an event at most once per Pod and key (see EmittedEvents).
@@ -11,11 +10,11 @@ export interface PodEvent {
   key: string;
 }
 
-export function normal(reason: string, key: string, message: string): PodEvent {
+export function normal(reason: string, key: string, message: string): DecisionEvent {
   return { type: 'Normal', reason, message, key };
 }
 
-export function warning(reason: string, key: string, message: string): PodEvent {
+export function warning(reason: string, key: string, message: string): DecisionEvent {
   return { type: 'Warning', reason, message, key };
 }
 
@@ -57,11 +56,11 @@ export class EmittedEvents {
   private readonly byPod = new Map<string, { uid: string; keys: Set<string> }>();
 
   /** The events not emitted yet for this Pod; they count as emitted from now on. */
-  take(podKey: string, uid: string, events: readonly PodEvent[]): PodEvent[] {
+  take(podKey: string, uid: string, events: readonly DecisionEvent[]): DecisionEvent[] {
     if (events.length === 0) return [];
     let seen = this.byPod.get(podKey);
     if (seen?.uid !== uid) this.byPod.set(podKey, (seen = { uid, keys: new Set() }));
-    const fresh: PodEvent[] = [];
+    const fresh: DecisionEvent[] = [];
     for (const event of events) {
       if (seen.keys.has(event.key)) continue;
       seen.keys.add(event.key);

@@ -2,7 +2,7 @@
 // never Succeeded unless every main container's current state is terminated with exit code 0.
 import { classify } from './classify.ts';
 import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
-import type { PodEvent } from './events.ts';
+import type { DecisionEvent } from './events.ts';
 import type { PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
 import type { PodProjection } from './projection.ts';
 
@@ -34,10 +34,10 @@ export interface PhasePatchRequest {
   wanted: TerminalPhase;
   /** Texts built from the phase actually set, which the guard may have lowered to Failed. */
   conditionMessage: (phase: TerminalPhase) => string;
-  event: (phase: TerminalPhase) => PodEvent;
+  event: (phase: TerminalPhase) => DecisionEvent;
   nowMs: number;
   /** Warnings gathered before (classification, ...). */
-  events: PodEvent[];
+  events: DecisionEvent[];
 }
 
 /** The only constructor of a patchPhase decision. */

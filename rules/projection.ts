@@ -30,7 +30,7 @@ export interface ContainerProjection {
  * The current state only: the rules never read lastState. The one timestamp kept, finishedAt, only
  * bounds how long a sidecar that never started is waited for.
  */
-export type ContainerState =
+export type ContainerStateProjection =
   | { kind: 'running' }
   | { kind: 'waiting'; reason?: string }
   | { kind: 'terminated'; exitCode: number; reason?: string; finishedAtMs?: number };
@@ -40,7 +40,7 @@ export interface ContainerStatusProjection {
   /** `<runtime>://<id>`, absent until the container was created. */
   containerID?: string;
   restartCount: number;
-  state: ContainerState;
+  state: ContainerStateProjection;
 }
 
 export interface PodProjection {
@@ -212,7 +212,7 @@ function projectStatus(status: V1ContainerStatus): ContainerStatusProjection {
   };
 }
 
-function projectState(status: V1ContainerStatus): ContainerState {
+function projectState(status: V1ContainerStatus): ContainerStateProjection {
   const state = status.state;
   if (state?.terminated) {
     const finishedAtMs = toMs(state.terminated.finishedAt);

@@ -5,7 +5,7 @@ import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts'
 import { KUBELET_LABELS, ownerFromLabels } from './owner.ts';
 import type {
   ContainerRuntime,
-  ContainerState,
+  RuntimeContainerState,
   ExecResult,
   ExitWatchCallbacks,
   PodContainer,
@@ -22,7 +22,7 @@ export interface CriRuntimeOptions {
   execMarginMs?: number;
 }
 
-const STATES: Record<CriContainerState, ContainerState> = {
+const STATES: Record<CriContainerState, RuntimeContainerState> = {
   CONTAINER_CREATED: 'created',
   CONTAINER_RUNNING: 'running',
   CONTAINER_EXITED: 'exited',

@@ -4,7 +4,7 @@ import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
 import { ownerFromLabels } from './owner.ts';
-import type { ContainerRuntime, ContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
+import type { ContainerRuntime, RuntimeContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
 
 export interface DockerRuntimeOptions {
   /** Deadline of quick calls (version, inspect, exec create/inspect). Default 10 s. */
@@ -35,7 +35,7 @@ export function parseRfc3339Nano(value: string | undefined): bigint {
   return ns > 0n ? ns : 0n;
 }
 
-function dockerState(status: string | undefined): ContainerState {
+function dockerState(status: string | undefined): RuntimeContainerState {
   switch (status) {
     case 'created':
       return 'created';
@@ -52,7 +52,7 @@ function dockerState(status: string | undefined): ContainerState {
 }
 
 /** Reason as kubelet's Docker integration (cri-dockerd) gives it. */
-function dockerReason(state: Docker.ContainerInspectInfo['State'], kind: ContainerState): string | undefined {
+function dockerReason(state: Docker.ContainerInspectInfo['State'], kind: RuntimeContainerState): string | undefined {
   if (kind !== 'exited') return undefined;
   if (state.OOMKilled) return 'OOMKilled';
   return state.ExitCode === 0 ? 'Completed' : 'Error';

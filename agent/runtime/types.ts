@@ -1,11 +1,12 @@
 // What the agent needs from a container runtime, whichever protocol reaches it (CRI or Docker).
 
-export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
+/** A container's state as the runtime reports it (the Pod status's state is another type). */
+export type RuntimeContainerState = 'created' | 'running' | 'exited' | 'unknown';
 
 export interface RuntimeContainer {
   /** Bare ID, without the `<runtime>://` prefix. */
   id: string;
-  state: ContainerState;
+  state: RuntimeContainerState;
   /** Set once the container has exited. */
   exitCode?: number;
   /** Runtime's own nanosecond timestamps (0n when unset). */
@@ -31,7 +32,7 @@ export interface PodContainer {
   id: string;
   name: string;
   attempt: number;
-  state: ContainerState;
+  state: RuntimeContainerState;
   /** Set once the container has exited. */
   exitCode?: number;
 }
