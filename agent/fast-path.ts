@@ -3,7 +3,7 @@
 // and one with another. Only when the first is admitted and the second is denied by the agent
 // policy is the agent confined to its own node; anything else leaves creation to the controller,
 // which creates the same request one kubelet report later.
-import type { KubeClient } from '../common/kube/client.ts';
+import type { KubeApi } from '../common/kube/api.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
@@ -79,7 +79,7 @@ export function otherNodeName(nodeName: string): string {
 }
 
 export interface FastPathDeps {
-  client: Pick<KubeClient, 'create'>;
+  client: Pick<KubeApi, 'create'>;
   nodeName: string;
   /** Where the dry-run requests are addressed (the agent's own namespace). */
   namespace: string;

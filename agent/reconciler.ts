@@ -1,7 +1,7 @@
 // The agent's I/O around the pure planner: gathers a Pod's requests, the Pod and the runtime's view
 // of each target container, writes the planned status, and carries out the stops it orders.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../common/kube/client.ts';
+import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isConflict } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../api/names.ts';
@@ -22,7 +22,8 @@ import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
-  client: KubeClient;
+  /** Reads a Pod the cache does not have; writes request status. */
+  client: Pick<KubeApi, 'get' | 'patch'>;
   /** The cached Pod on this node, if the watch has it. */
   cachedPod: (namespace: string, name: string) => AgentPod | undefined;
   /** Active requests for this node in a namespace, from the watch cache. */

@@ -1,7 +1,7 @@
 // Events on a Pod, where `kubectl describe pod` shows them to the user. They are sent in the
 // background, a few at a time: an event must never delay a stop or a request, and a burst of them
 // must not crowd out the API requests that do the work.
-import type { KubeClient } from './kube/client.ts';
+import type { KubeApi } from './kube/api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
@@ -25,12 +25,15 @@ interface EventBody {
   [field: string]: unknown;
 }
 
+/** The client calls the recorder makes. */
+export type EventsClient = Pick<KubeApi, 'create'>;
+
 const IN_FLIGHT = 4;
 /** Past this many waiting, new events are dropped (and counted in the log) rather than kept in memory. */
 const MAX_WAITING = 1000;
 
 export class EventRecorder {
-  private readonly client: KubeClient;
+  private readonly client: EventsClient;
   private readonly component: string;
   private readonly host: string | undefined;
   private readonly log: Logger;
@@ -39,7 +42,7 @@ export class EventRecorder {
   private dropped = 0;
   private idle: (() => void)[] = [];
 
-  constructor(client: KubeClient, component: string, log: Logger, host?: string) {
+  constructor(client: EventsClient, component: string, log: Logger, host?: string) {
     this.client = client;
     this.component = component;
     this.log = log;

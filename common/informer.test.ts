@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeApiError, type KubeClient, type Query, type WatchEvent } from './kube/client.ts';
+import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
+import { KubeApiError } from './kube/client.ts';
 import { createLogger } from './log.ts';
 import { ProjectingInformer } from './informer.ts';
 
@@ -34,7 +35,7 @@ function scriptedClient(listings: Obj[][], watches: WatchEvent<Obj>[][], o: { pa
       if (script) for (const e of script) onEvent(e);
       else await new Promise<void>((resolve) => { pending = resolve; signal.addEventListener('abort', () => resolve()); });
     },
-  } as unknown as KubeClient;
+  } as unknown as KubeApi;
   return { client, calls, idle: () => pending !== undefined };
 }
 
@@ -82,7 +83,7 @@ describe('ProjectingInformer', () => {
     assert.equal(informer.isSynced(), true);
   });
   const gone: WatchEvent<Obj> = { type: 'ERROR', object: { code: 410 } as unknown as Obj };
-  const newInformer = (client: KubeClient, o: { pageSize?: number; smallCollection?: boolean } = {}) =>
+  const newInformer = (client: KubeApi, o: { pageSize?: number; smallCollection?: boolean } = {}) =>
     new ProjectingInformer<Obj, string>({ client, path: '/x', log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, ...o });
 
   it('keeps pages for a collection larger than a page: the re-list is paged, continue pages carry only their token', async () => {

@@ -28,7 +28,7 @@
 //   name, or a delete with a uid precondition.
 // - A continue page carries only its token (the token pins the version; a resourceVersion next to
 //   it is invalid).
-import type { KubeClient, Query, WatchEvent } from './kube/client.ts';
+import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
@@ -43,7 +43,7 @@ interface ListPage<T> {
 }
 
 export interface InformerOptions<T extends WatchedObject, P> {
-  client: KubeClient;
+  client: Pick<KubeApi, 'get' | 'watch'>;
   /** API path to list and watch, e.g. /api/v1/pods */
   path: string;
   labelSelector?: string;

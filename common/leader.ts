@@ -7,7 +7,7 @@
 // each successful renewal from the moment its write was sent, and a watchdog timer, independent of
 // the API calls (which may hang up to the client's request timeout), ends leadership at
 // lastRenewSent + renewDeadline (< leaseDuration, the margin absorbing clock-rate differences).
-import type { KubeClient } from './kube/client.ts';
+import type { KubeApi } from './kube/api.ts';
 import { isNotFound } from './kube/errors.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
@@ -20,7 +20,7 @@ interface Lease {
 }
 
 /** The client calls the election makes. */
-export type LeaseClient = Pick<KubeClient, 'get' | 'create' | 'replace'>;
+export type LeaseClient = Pick<KubeApi, 'get' | 'create' | 'replace'>;
 
 export interface LeaderElectionOptions {
   client: LeaseClient;

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
+import type { KubeApi } from '../common/kube/api.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
@@ -80,7 +81,7 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   };
 }
 
-function startLoops(client: KubeClient, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
+function startLoops(client: KubeApi, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
   const onError = (what: string) => (key: string, err: unknown, retryInMs: number) =>
     log.warn(`${what} reconcile failed, retrying`, { key, error: errorMessage(err), retryInMs });
 

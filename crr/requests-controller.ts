@@ -1,7 +1,7 @@
 // The cluster side of ContainerRecreateRequests: admits new ones, completes the ones that cannot
 // run or ran out of time, unlabels and deletes finished ones, and handles unreadyGracePeriodSeconds.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../common/kube/client.ts';
+import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
@@ -14,7 +14,8 @@ import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recre
 import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
 
 export interface RequestsControllerDeps {
-  client: KubeClient;
+  /** Reads Pods; patches requests and Pod status; deletes requests. */
+  client: Pick<KubeApi, 'get' | 'patch' | 'delete'>;
   events: EventRecorder;
   cachedRequest: (namespace: string, name: string) => ContainerRecreateRequest | undefined;
   log: Logger;

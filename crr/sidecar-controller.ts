@@ -1,7 +1,7 @@
 // The Job sidecar terminator's I/O around the pure decide(): reads the compact Pod, its node's kind
 // and its requests, and carries out the one action decided (create a request, swap images, patch
 // the phase), emitting each event once.
-import type { KubeClient } from '../common/kube/client.ts';
+import type { KubeApi } from '../common/kube/api.ts';
 import { createIfAbsent } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
@@ -44,7 +44,8 @@ export interface CachedPod {
 }
 
 export interface SidecarControllerDeps {
-  client: KubeClient;
+  /** Creates requests; patches Pods (images, status). */
+  client: Pick<KubeApi, 'create' | 'patch'>;
   cachedPod: (key: string) => CachedPod | undefined;
   requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */

@@ -2,7 +2,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, retryAfterMs, userAgentFor, type WatchEvent } from './client.ts';
+import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, retryAfterMs, userAgentFor } from './client.ts';
+import type { WatchEvent } from './api.ts';
 
 interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string; atMs: number }
 type Reply = (res: ServerResponse) => void;

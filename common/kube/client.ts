@@ -5,9 +5,8 @@
 // with Retry-After) is given the time it asks for before the same request is sent again.
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
 import type { KubeConnection } from './config.ts';
-
-export type PatchType = 'merge' | 'strategic' | 'json';
 
 const CONTENT_TYPES: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
@@ -36,13 +35,6 @@ function parseStatus(body: string): { message?: string; reason?: string } | unde
   } catch {
     return undefined;
   }
-}
-
-export type Query = Record<string, string | number | boolean | undefined>;
-
-export interface WatchEvent<T> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: T;
 }
 
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -111,7 +103,7 @@ export interface KubeClientOptions {
   userAgent?: string;
 }
 
-export class KubeClient {
+export class KubeClient implements KubeApi {
   private readonly conn: KubeConnection;
   private readonly base: URL;
   private readonly agent: HttpAgent;

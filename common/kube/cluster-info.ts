@@ -4,7 +4,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
 import { errorMessage } from '../log.ts';
-import type { KubeClient } from './client.ts';
+import type { KubeApi } from './api.ts';
 import { isNotFound } from './errors.ts';
 
 export interface ClusterInfo {
@@ -12,7 +12,7 @@ export interface ClusterInfo {
   admissionPolicies: boolean;
 }
 
-export async function readClusterInfo(client: Pick<KubeClient, 'get'>): Promise<ClusterInfo> {
+export async function readClusterInfo(client: Pick<KubeApi, 'get'>): Promise<ClusterInfo> {
   const [version, policies] = await Promise.all([
     client.get<{ gitVersion?: string }>('/version'),
     client.get<{ resources?: { name?: string }[] }>('/apis/admissionregistration.k8s.io/v1').catch((err: unknown) => {
@@ -27,7 +27,7 @@ export async function readClusterInfo(client: Pick<KubeClient, 'get'>): Promise<
 }
 
 /** Logs what the cluster offers and exports it as sidecar_terminator_kubernetes_info; never fails. */
-export async function reportClusterInfo(client: Pick<KubeClient, 'get'>, registry: Registry, log: Logger): Promise<ClusterInfo | undefined> {
+export async function reportClusterInfo(client: Pick<KubeApi, 'get'>, registry: Registry, log: Logger): Promise<ClusterInfo | undefined> {
   try {
     const info = await readClusterInfo(client);
     new Gauge({
