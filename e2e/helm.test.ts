@@ -336,7 +336,8 @@ function removeKubectlDeployment(): void {
   const overlay = join(clusterEnv().clusterDir, 'overlay');
   const objs = kustomize(overlay).filter((o) => o.kind !== 'CustomResourceDefinition' && o.kind !== 'Namespace');
   const file = join(clusterEnv().clusterDir, 'helm-test-removed.yaml');
-  writeFileSync(file, objs.map((o) => JSON.stringify(o)).join('\n---\n'));
+  // One List object: kubectl before 1.28 cannot read JSON documents separated by `---`.
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs }));
   // Foreground: returns once the Pods are gone too, so no node ever has two agents.
   kubectl('delete', '--ignore-not-found', '--cascade=foreground', '--wait=true', '--timeout=180s', '-f', file);
 }
@@ -444,6 +445,9 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       }
     }
     await deployProject(); // the kubectl deployment back, as the rest of the suite expects it
+    // Its Pods restarted: any left from before hold tokens of ServiceAccounts deleted since.
+    kubectl('-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENT}`, `deployment/${CONTROLLER}`);
+    await deployProject();
   });
 
   it('installs into its own namespace; the agent and the controller become ready', async () => {
