@@ -1,146 +1,160 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
-import { KubeApiError } from './kube/client.ts';
+import type { Query } from './kube/api.ts';
+import { FakeKubeApi, networkError } from './kube/fake-api.ts';
+import { podPath, resourcePath } from './kube/paths.ts';
 import { createLogger } from './log.ts';
 import { ProjectingInformer } from './informer.ts';
 
-interface Obj { metadata: { namespace: string; name: string; resourceVersion: string }; owner: string }
-const obj = (name: string, owner: string, rv: string): Obj => ({ metadata: { namespace: 'ns', name, resourceVersion: rv }, owner });
+interface Obj { metadata: { namespace?: string; name?: string; resourceVersion?: string }; owner: string }
+const obj = (name: string, owner: string): Obj => ({ metadata: { namespace: 'ns', name }, owner });
+const at = (name: string) => podPath('ns', name);
+const PODS = podPath();
 
-/** The list parameters that decide where the API server serves a list from, as sent (unset ones left out). */
-const listParams = (q: Query) =>
-  Object.fromEntries(['resourceVersion', 'resourceVersionMatch', 'limit', 'continue'].filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
+/** The list parameters that decide where the API server serves a list from, as sent (unset ones left out; a continue token as <token>). */
+const listParams = (q: Query | undefined) =>
+  Object.fromEntries(['resourceVersion', 'resourceVersionMatch', 'limit', 'continue']
+    .filter((k) => q?.[k] !== undefined)
+    .map((k) => [k, k === 'continue' ? '<token>' : q![k]]));
 
-/**
- * A scripted API: each list returns the next listing (in pages of `pageSize`, with continue tokens
- * while more are left); each watch plays the next script, then ends.
- */
-function scriptedClient(listings: Obj[][], watches: WatchEvent<Obj>[][], o: { pageSize?: number } = {}) {
-  const calls: { watchFrom: string[]; lists: number; listQueries: Record<string, unknown>[] } = { watchFrom: [], lists: 0, listQueries: [] };
-  let pending: (() => void) | undefined;
-  const pageSize = o.pageSize ?? Infinity;
-  const client = {
-    get: async (_path: string, query: Query) => {
-      calls.listQueries.push(listParams(query));
-      const from = query.continue ? Number(query.continue) : 0;
-      if (!from) calls.lists++;
-      const listing = listings[calls.lists - 1] ?? [];
-      const next = from + pageSize < listing.length ? String(from + pageSize) : undefined;
-      return { items: listing.slice(from, from + pageSize), metadata: { resourceVersion: `list-${calls.lists}`, continue: next } };
-    },
-    watch: async (_path: string, query: Query, onEvent: (e: WatchEvent<Obj>) => void, signal: AbortSignal) => {
-      calls.watchFrom.push(String(query.resourceVersion));
-      const script = watches.shift();
-      if (script) for (const e of script) onEvent(e);
-      else await new Promise<void>((resolve) => { pending = resolve; signal.addEventListener('abort', () => resolve()); });
-    },
-  } as unknown as KubeApi;
-  return { client, calls, idle: () => pending !== undefined };
-}
+const lists = (api: FakeKubeApi) => api.calls.filter((c) => c.method === 'get').map((c) => listParams(c.query));
+const watchFrom = (api: FakeKubeApi) => api.calls.filter((c) => c.method === 'watch').map((c) => String(c.query?.resourceVersion));
 
 async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
   assert.ok(cond(), 'condition not reached');
 }
 
+/** Until the informer has opened its `n`th watch and it is open. */
+const watching = (api: FakeKubeApi, n: number) => () => api.openWatches() === 1 && watchFrom(api).length === n;
+
+const newInformer = (api: FakeKubeApi, o: { pageSize?: number; smallCollection?: boolean; changes?: string[] } = {}) =>
+  new ProjectingInformer<Obj, string>({
+    client: api, path: PODS, log: createLogger('test', 'error'),
+    project: (x) => (x.owner === 'ignored' ? undefined : x.owner),
+    indexBy: (owner) => [owner],
+    onChange: (key, p) => o.changes?.push(`${key}=${p ?? '-'}`),
+    ...o,
+  });
+
 describe('ProjectingInformer', () => {
   it('keeps projections, indexes them, resumes from the last version and re-lists after 410 Gone', async () => {
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p1'));
+    api.set(at('b'), obj('b', 'p1'));
     const changes: string[] = [];
-    const api = scriptedClient(
-      [[obj('a', 'p1', '1'), obj('b', 'p1', '2')], [obj('b', 'p2', '9'), obj('d', 'p2', '9')]],
-      [
-        [
-          { type: 'ADDED', object: obj('c', 'p2', '3') },
-          { type: 'MODIFIED', object: obj('a', 'p2', '4') },
-          { type: 'DELETED', object: obj('b', 'p1', '5') },
-          { type: 'BOOKMARK', object: obj('', '', '6') },
-        ],
-        [{ type: 'ERROR', object: { code: 410 } as unknown as Obj }],
-      ],
-    );
-    const informer = new ProjectingInformer<Obj, string>({
-      client: api.client, path: '/x', log: createLogger('test', 'error'),
-      project: (o) => (o.owner === 'ignored' ? undefined : o.owner),
-      indexBy: (owner) => [owner],
-      onChange: (key, p) => changes.push(`${key}=${p ?? '-'}`),
-    });
+    const informer = newInformer(api, { changes });
     informer.start();
-    await until(api.idle);
+    await until(watching(api, 1));
+    // While watching: c added, a moved to p2, b deleted; a write elsewhere, then a bookmark at its version.
+    api.set(at('c'), obj('c', 'p2'));
+    api.set(at('a'), obj('a', 'p2'));
+    api.remove(at('b'));
+    api.set(resourcePath('v1', 'nodes', undefined, 'n'), { metadata: {} });
+    api.bookmark();
+    // The server ends the watch (its timeout): resumed from the bookmark's version.
+    api.endWatches();
+    await until(watching(api, 2));
+    // 410 Gone, and what changed meanwhile is seen only by a new list, which prunes what is gone (a, c).
+    api.expireWatches();
+    api.remove(at('a'));
+    api.remove(at('c'));
+    api.set(at('b'), obj('b', 'p2'));
+    api.set(at('d'), obj('d', 'p2'));
+    await until(watching(api, 3));
     informer.stop();
 
-    // First list (a, b), watch from its version (c added, a moved to p2, b deleted, a bookmark),
-    // resumed from the bookmark's version, then 410: a new list prunes what is gone (a, c).
-    assert.deepEqual(api.calls.watchFrom, ['list-1', '6', 'list-2']);
+    assert.deepEqual(watchFrom(api), ['2', '6', '10']);
     // The first list is a consistent read in pages. The re-list after 410 Gone asks for no older
     // than the newest version seen (the bookmark's), without a limit since the last list fit in one
     // page: the API server answers it from its watch cache.
-    assert.deepEqual(api.calls.listQueries, [{ limit: 500 }, { resourceVersion: '6', resourceVersionMatch: 'NotOlderThan' }]);
+    assert.deepEqual(lists(api), [{ limit: 500 }, { resourceVersion: '6', resourceVersionMatch: 'NotOlderThan' }]);
     assert.deepEqual(changes, ['ns/a=p1', 'ns/b=p1', 'ns/c=p2', 'ns/a=p2', 'ns/b=-', 'ns/b=p2', 'ns/d=p2', 'ns/a=-', 'ns/c=-']);
     assert.deepEqual(informer.byIndex('p1'), []);
     assert.deepEqual(informer.byIndex('p2'), ['p2', 'p2']);
     assert.deepEqual([...informer.keys()].sort(), ['ns/b', 'ns/d']);
     assert.equal(informer.isSynced(), true);
+    assert.equal(api.openWatches(), 0, 'stop() ends the watch');
   });
-  const gone: WatchEvent<Obj> = { type: 'ERROR', object: { code: 410 } as unknown as Obj };
-  const newInformer = (client: KubeApi, o: { pageSize?: number; smallCollection?: boolean } = {}) =>
-    new ProjectingInformer<Obj, string>({ client, path: '/x', log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, ...o });
 
   it('keeps pages for a collection larger than a page: the re-list is paged, continue pages carry only their token', async () => {
-    const api = scriptedClient(
-      [[obj('a', 'p', '1'), obj('b', 'p', '1'), obj('c', 'p', '1')], [obj('a', 'p', '8'), obj('b', 'p', '8'), obj('c', 'p', '8')]],
-      [[{ type: 'MODIFIED', object: obj('a', 'p', '7') }, gone]],
-      { pageSize: 2 },
-    );
-    const informer = newInformer(api.client, { pageSize: 2 });
+    const api = new FakeKubeApi();
+    for (const name of ['a', 'b', 'c']) api.set(at(name), obj(name, 'p'));
+    const informer = newInformer(api, { pageSize: 2 });
     informer.start();
-    await until(api.idle);
+    await until(watching(api, 1));
+    api.set(at('a'), obj('a', 'q'));
+    await until(() => informer.get('ns/a') === 'q');
+    api.expireWatches();
+    await until(watching(api, 2));
     informer.stop();
-    assert.deepEqual(api.calls.listQueries, [
+    assert.deepEqual(lists(api), [
       { limit: 2 },
-      { limit: 2, continue: '2' },
-      { resourceVersion: '7', resourceVersionMatch: 'NotOlderThan', limit: 2 },
-      { limit: 2, continue: '2' },
+      { limit: 2, continue: '<token>' },
+      { resourceVersion: '4', resourceVersionMatch: 'NotOlderThan', limit: 2 },
+      { limit: 2, continue: '<token>' },
     ]);
-    assert.deepEqual(api.calls.watchFrom, ['list-1', 'list-2']);
+    assert.deepEqual(watchFrom(api), ['3', '4']);
     assert.equal(informer.size(), 3);
   });
 
   it('a small collection is first listed from the watch cache at any version (resourceVersion=0), never again', async () => {
-    const api = scriptedClient([[obj('a', 'p', '1')], [obj('a', 'p', '4')]], [[{ type: 'MODIFIED', object: obj('a', 'p', '3') }, gone]]);
-    const informer = newInformer(api.client, { smallCollection: true });
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p'));
+    const informer = newInformer(api, { smallCollection: true });
     informer.start();
-    await until(api.idle);
+    await until(watching(api, 1));
+    api.set(at('a'), obj('a', 'q'));
+    await until(() => informer.get('ns/a') === 'q');
+    api.expireWatches();
+    await until(watching(api, 2));
     informer.stop();
-    assert.deepEqual(api.calls.listQueries, [
+    assert.deepEqual(lists(api), [
       { resourceVersion: '0', limit: 500 },
-      { resourceVersion: '3', resourceVersionMatch: 'NotOlderThan' },
+      { resourceVersion: '2', resourceVersionMatch: 'NotOlderThan' },
     ]);
   });
 
   it('falls back to a consistent read when the API server cannot serve the version seen (504)', async () => {
-    const tooLarge = new KubeApiError(504, 'GET', '/x', JSON.stringify({ reason: 'Timeout', message: 'Too large resource version: 3, current: 2' }));
-    const api = scriptedClient([[obj('a', 'p', '1')], [obj('a', 'p', '2')]], [[{ type: 'MODIFIED', object: obj('a', 'p', '3') }, gone]]);
-    // The re-list (the second list call) fails once.
-    let failed = false;
-    const get = api.client.get.bind(api.client);
-    (api.client as { get: unknown }).get = async (path: string, query: Query) => {
-      if (api.calls.lists === 1 && !failed) {
-        failed = true;
-        api.calls.listQueries.push(listParams(query));
-        throw tooLarge;
-      }
-      return get(path, query);
-    };
-    const informer = newInformer(api.client);
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p'));
+    const informer = newInformer(api);
     informer.start();
-    await until(() => api.idle() && api.calls.lists === 2);
+    await until(watching(api, 1));
+    api.set(at('a'), obj('a', 'q'));
+    await until(() => informer.get('ns/a') === 'q');
+    // The re-list fails once: the watch cache has not reached version 2.
+    api.inject({ method: 'get', path: PODS }, 504);
+    api.expireWatches();
+    await until(watching(api, 2));
     informer.stop();
-    assert.deepEqual(api.calls.listQueries, [
+    assert.deepEqual(api.lines({ method: 'get' }), [`GET ${PODS} 200`, `GET ${PODS} 504`, `GET ${PODS} 200`]);
+    assert.deepEqual(lists(api), [
       { limit: 500 },
-      { resourceVersion: '3', resourceVersionMatch: 'NotOlderThan' },
+      { resourceVersion: '2', resourceVersionMatch: 'NotOlderThan' },
       { limit: 500 },
     ]);
-    assert.equal(informer.get('ns/a'), 'p');
+    assert.equal(informer.get('ns/a'), 'q');
+  });
+
+  it('a watch broken by the network is resumed from the last version seen, without a re-list', async () => {
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p'));
+    let restarts = 0;
+    const informer = new ProjectingInformer<Obj, string>({
+      client: api, path: PODS, log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, onRestart: () => restarts++,
+    });
+    informer.start();
+    await until(watching(api, 1));
+    api.set(at('a'), obj('a', 'q'));
+    await until(() => informer.get('ns/a') === 'q');
+    api.endWatches(networkError());
+    // Changes while it is away come with the resumed watch.
+    api.set(at('b'), obj('b', 'p'));
+    await until(() => watching(api, 2)() && informer.get('ns/b') === 'p');
+    informer.stop();
+    assert.equal(restarts, 1);
+    assert.deepEqual(watchFrom(api), ['1', '2']);
+    assert.equal(lists(api).length, 1);
   });
 });
