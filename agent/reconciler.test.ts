@@ -1,13 +1,19 @@
-// The reconciler's I/O order against fakes: status write before hook and stop, the re-check of the
-// runtime labels right before the stop, refusals, resumed stops, and a shutdown's drain.
-import { describe, it } from 'node:test';
+// The reconciler's I/O against a fake runtime and the fake API server (common/kube/fake-api.ts):
+// the order of status write, hook and stop, the re-check of the runtime labels right before the
+// stop, refusals, resumed stops, a shutdown's drain, and what the API server answers: a Pod or a
+// request gone (404), a stale write (409), throttling, errors and no answer at all.
+import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import type { EventRecorder, PodEvent } from '../common/events.ts';
-import type { KubeClient } from '../common/kube/client.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { EventRecorder } from '../common/events.ts';
+import type { KubeApi } from '../common/kube/api.ts';
+import { isConflict, isNotFound } from '../common/kube/errors.ts';
+import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
-import { MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { MAX_STRATEGY_SECONDS, requestPath } from '../api/container-recreate-request.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { Reconciler } from './reconciler.ts';
@@ -40,22 +46,34 @@ function request(states?: ContainerRecreateState[], statusContextID = 'container
 
 interface Harness {
   reconciler: Reconciler;
+  /** The fake API server: the request is stored at REQUEST; Pods are there only when a test puts them. */
+  api: FakeKubeApi;
+  /** Runtime calls and status writes, in order. */
   calls: string[];
+  /** The statuses written, in order (the bodies of the status patches sent, failed ones too). */
   patches: CRRStatus[];
-  events: PodEvent[];
+  /** The Pod's events as recorded in the API. */
+  events: () => Promise<{ type: string; reason: string }[]>;
   counts: Map<string, number>;
   stopTimeouts: number[];
+  /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
+  cache: { stale?: ContainerRecreateRequest[] };
   /** Resolves a stop held by `holdStops`. */
   release: () => void;
 }
 
 interface HarnessOptions {
-  pod?: AgentPod;
+  /** The Pod in the watch cache; null: not there. */
+  pod?: AgentPod | null;
   crr?: ContainerRecreateRequest;
   /** What the runtime answers for status(id), by call number (0-based). */
   status?: (id: string, call: number) => RuntimeContainer | undefined | Promise<RuntimeContainer | undefined>;
+  /** What the runtime's stop does (default: stops). */
+  stop?: () => Promise<void>;
   holdStops?: boolean;
 }
+
+const REQUEST = requestPath('ns', 'r1');
 
 /** `owner` null: a container without kubelet's labels. */
 function running(id: string, owner: ContainerOwner | null = OWN): RuntimeContainer {
@@ -64,16 +82,16 @@ function running(id: string, owner: ContainerOwner | null = OWN): RuntimeContain
 
 function harness(options: HarnessOptions = {}): Harness {
   const calls: string[] = [];
-  const patches: CRRStatus[] = [];
-  const events: PodEvent[] = [];
   const counts = new Map<string, number>();
   const stopTimeouts: number[] = [];
   let release = () => {};
   const held = new Promise<void>((resolve) => {
     release = resolve;
   });
-  let current = options.crr ?? request();
   let statusCalls = 0;
+  const api = new FakeKubeApi();
+  api.set(REQUEST, options.crr ?? request());
+  const cache: Harness['cache'] = {};
 
   const runtime: ContainerRuntime = {
     idPrefix: 'containerd',
@@ -86,6 +104,7 @@ function harness(options: HarnessOptions = {}): Harness {
       calls.push(`stop ${id}`);
       stopTimeouts.push(timeoutSeconds);
       if (options.holdStops) await held;
+      await options.stop?.();
     },
     exec: async (id, command) => {
       calls.push(`exec ${id} ${command.join(' ')}`);
@@ -93,18 +112,15 @@ function harness(options: HarnessOptions = {}): Harness {
     },
     close: () => {},
   };
-  const client = {
-    get: async () => {
-      throw Object.assign(new Error('not found'), { code: 404 });
+  // The status writes are logged beside the runtime calls, to check their order.
+  const client: Pick<KubeApi, 'get' | 'patch'> = {
+    get: (path, query) => api.get(path, query),
+    patch: (path, body, type) => {
+      const { status } = body as { status: CRRStatus };
+      calls.push(`patch ${status.phase}${status.containerRecreateStates?.some((s) => s.isKilled) ? ' isKilled' : ''}`);
+      return api.patch(path, body, type);
     },
-    patch: async (_path: string, body: { status: CRRStatus }) => {
-      calls.push(`patch ${body.status.phase}${body.status.containerRecreateStates?.some((s) => s.isKilled) ? ' isKilled' : ''}`);
-      patches.push(body.status);
-      const version = String(Number(current.metadata.resourceVersion) + 1);
-      current = { ...current, metadata: { ...current.metadata, resourceVersion: version }, status: body.status };
-      return current;
-    },
-  } as unknown as KubeClient;
+  };
   const counter = (name: string) => ({
     inc: (labels?: Record<string, string>) => {
       const key = `${name}${labels ? JSON.stringify(labels) : ''}`;
@@ -116,22 +132,32 @@ function harness(options: HarnessOptions = {}): Harness {
     requestsCompleted: counter('completed'), requestsRefused: counter('refused'), stopsResumed: counter('resumed'),
     containerStops: counter('stops'), runtimeErrors: counter('runtimeErrors'), stopSeconds: counter('stopSeconds'),
   } as unknown as AgentMetrics;
-  const quiet = { info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
-  const pod = options.pod ?? agentPod();
-  const cached = options.crr ?? request();
+  const pod = options.pod === undefined ? agentPod() : options.pod;
+  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, 'node-a');
   const reconciler = new Reconciler({
     nodeName: 'node-a',
     client,
-    cachedPod: () => pod,
-    cachedRequests: () => [cached],
+    cachedPod: () => pod ?? undefined,
+    cachedRequests: (namespace) => cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)),
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
-    events: { emit: (_ref: unknown, event: PodEvent) => events.push(event) } as unknown as EventRecorder,
+    events: recorder,
     metrics,
     log: quiet,
     requeue: () => {},
   });
-  return { reconciler, calls, patches, events, counts, stopTimeouts, release: () => release() };
+  const events = async () => {
+    await recorder.flushed();
+    return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map(({ type, reason }) => ({ type, reason }));
+  };
+  const patches = () => api.calls.filter((c) => c.method === 'patch').map((c) => (c.body as { status: CRRStatus }).status);
+  return {
+    reconciler, api, calls, events, counts, stopTimeouts, cache, release: () => release(),
+    get patches() { return patches(); },
+  };
 }
+
+const quiet = { info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
+const reasons = async (h: Harness) => (await h.events()).map((e) => e.reason);
 
 describe('Reconciler', () => {
   it('records isKilled, checks the labels again, runs the Pod spec\'s hook, then stops: in that order', async () => {
@@ -145,7 +171,7 @@ describe('Reconciler', () => {
       'exec proxy-1 /bin/drain',
       'stop proxy-1',
     ]);
-    assert.deepEqual(h.events.map((e) => e.reason), [EVENT_REASONS.killing]);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
   });
 
   it('a forged statusContext while the Pod status has no ID: the runtime is not even asked, nothing stopped', async () => {
@@ -163,7 +189,7 @@ describe('Reconciler', () => {
     await h.reconciler.drain(5_000);
     assert.deepEqual(h.calls, ['status proxy-1', 'patch Completed']);
     assert.match(h.patches[0]?.message ?? '', /^refused: .*kube-system\/job-pod.*; nothing was executed$/);
-    assert.deepEqual(h.events.map((e) => [e.type, e.reason]), [['Warning', EVENT_REASONS.requestRefused]]);
+    assert.deepEqual(await h.events(), [{ type: 'Warning', reason: EVENT_REASONS.requestRefused }]);
     assert.equal(h.counts.get('refused{"reason":"runtime-owner-mismatch"}'), 1);
     assert.equal(h.counts.get('completed{"outcome":"refused"}'), 1);
   });
@@ -176,7 +202,7 @@ describe('Reconciler', () => {
     assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled', 'status proxy-1', 'patch Completed isKilled']);
     assert.equal(h.patches[1]?.containerRecreateStates?.[0]?.phase, 'Failed');
     assert.match(h.patches[1]?.message ?? '', /no kubelet labels.*nothing was executed$/);
-    assert.deepEqual(h.events.map((e) => e.reason), [EVENT_REASONS.requestRefused]);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.requestRefused]);
     assert.equal(h.counts.get('refused{"reason":"runtime-owner-missing"}'), 1);
   });
 
@@ -185,7 +211,7 @@ describe('Reconciler', () => {
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
     assert.deepEqual(h.calls, ['status proxy-1', 'status proxy-1', 'stop proxy-1']);
-    assert.deepEqual(h.events, []);
+    assert.deepEqual(await h.events(), []);
     assert.equal(h.counts.get('resumed'), 1);
   });
 
@@ -233,5 +259,162 @@ describe('Reconciler', () => {
     await reconciling;
     assert.equal(await draining, true);
     assert.deepEqual(h.calls, ['status proxy-1']);
+  });
+});
+
+/** The Pod as the API server has it (agentPod() is its projection). */
+function apiPod(uid = 'uid-1'): V1Pod {
+  return {
+    metadata: { namespace: 'ns', name: 'job-pod', uid },
+    spec: {
+      nodeName: 'node-a', restartPolicy: 'Never', terminationGracePeriodSeconds: 30,
+      containers: [{ name: 'main', image: 'app' }, { name: 'proxy', image: 'proxy', lifecycle: { preStop: { exec: { command: ['/bin/drain'] } } } }],
+    },
+    status: {
+      phase: 'Running',
+      containerStatuses: [
+        { name: 'main', containerID: 'containerd://main-1', restartCount: 0, ready: false, image: 'app', imageID: '', state: { terminated: { exitCode: 0 } } },
+        { name: 'proxy', containerID: 'containerd://proxy-1', restartCount: 0, ready: true, image: 'proxy', imageID: '', state: { running: {} } },
+      ],
+    },
+  };
+}
+
+const POD_PATH = podPath('ns', 'job-pod');
+const STOPPED = ['status proxy-1', 'patch Recreating isKilled', 'status proxy-1', 'exec proxy-1 /bin/drain', 'stop proxy-1'];
+
+describe('Reconciler: the API server\'s answers', () => {
+  const rows: { name: string; cached: AgentPod | null; inApi: boolean; stops: boolean }[] = [
+    { name: 'the Pod not cached, gone from the API (404)', cached: null, inApi: false, stops: false },
+    { name: 'an older Pod of that name cached, the request\'s gone from the API (404)', cached: agentPod({ uid: 'old-uid' }), inApi: false, stops: false },
+    { name: 'an older Pod of that name cached, the request\'s in the API', cached: agentPod({ uid: 'old-uid' }), inApi: true, stops: true },
+    { name: 'the Pod not cached yet, in the API', cached: null, inApi: true, stops: true },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: ${row.stops ? 'read from the API and stopped' : 'the request is completed, nothing executed, no event'}`, async () => {
+      const h = harness({ pod: row.cached });
+      if (row.inApi) h.api.set(POD_PATH, apiPod());
+      await h.reconciler.reconcile(KEY);
+      await h.reconciler.drain(5_000);
+      assert.deepEqual(h.api.lines({ method: 'get' }), [`GET ${POD_PATH} ${row.inApi ? 200 : 404}`]);
+      if (row.stops) {
+        assert.deepEqual(h.calls, STOPPED);
+        return;
+      }
+      assert.deepEqual(h.calls, ['patch Completed']);
+      const stored = h.api.object<ContainerRecreateRequest>(REQUEST);
+      assert.equal(stored?.status?.phase, 'Completed');
+      assert.equal(stored?.status?.message, 'Pod ns/job-pod not found');
+      assert.deepEqual(await h.events(), []);
+      assert.equal(h.counts.get('completed{"outcome":"refused"}'), 1);
+    });
+  }
+
+  it('a Pod read that fails (500, no answer) fails the reconcile for the queue to retry: nothing written', async () => {
+    for (const fault of [500, networkError()]) {
+      const h = harness({ pod: null });
+      h.api.inject({ method: 'get', path: POD_PATH }, fault);
+      await assert.rejects(h.reconciler.reconcile(KEY));
+      assert.deepEqual(h.calls, []);
+      assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status, undefined);
+    }
+  });
+
+  for (const [name, fault] of [['answered 409', 409], ['answered 429', 429], ['answered 500', 500], ['got no answer', networkError()]] as const) {
+    it(`the isKilled write ${name}: the reconcile fails, nothing is stopped; the queue's retry stops once`, async () => {
+      const h = harness();
+      h.api.inject({ method: 'patch', path: `${REQUEST}/status` }, fault);
+      await assert.rejects(h.reconciler.reconcile(KEY));
+      assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled']);
+      assert.equal(h.reconciler.stopsInFlight(), 0);
+      assert.deepEqual(await h.events(), []);
+      await h.reconciler.reconcile(KEY);
+      await h.reconciler.drain(5_000);
+      assert.deepEqual(h.calls.slice(2), STOPPED);
+      assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
+    });
+  }
+
+  it('a stale cache (the controller wrote since): 409, nothing stopped; the retry from the fresh request stops', async () => {
+    const h = harness();
+    const cached = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.cache.stale = [cached];
+    h.api.set(REQUEST, { ...cached, metadata: { ...cached.metadata, annotations: { 'written-by': 'controller' } } });
+    await assert.rejects(h.reconciler.reconcile(KEY), (err) => isConflict(err));
+    assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled']);
+    h.cache.stale = undefined; // the watch brings the controller's write
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls.slice(2), STOPPED);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${REQUEST}/status 409`, `PATCH ${REQUEST}/status 200`]);
+    const stored = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    assert.equal(stored.metadata.annotations?.['written-by'], 'controller');
+    assert.equal(stored.status?.containerRecreateStates?.[0]?.isKilled, true);
+  });
+
+  it('a stale cache while the controller completed the request: 409, and the retry stops nothing', async () => {
+    const h = harness();
+    const cached = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.cache.stale = [cached];
+    h.api.set(REQUEST, { ...cached, status: { phase: 'Completed', message: 'deadline passed' } });
+    await assert.rejects(h.reconciler.reconcile(KEY), (err) => isConflict(err));
+    h.cache.stale = undefined;
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled']);
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.message, 'deadline passed');
+  });
+
+  it('a request deleted meanwhile (404 on the write): nothing stopped, and nothing more once the cache has caught up', async () => {
+    const h = harness();
+    h.cache.stale = [h.api.object<ContainerRecreateRequest>(REQUEST)!];
+    h.api.remove(REQUEST);
+    await assert.rejects(h.reconciler.reconcile(KEY), (err) => isNotFound(err));
+    h.cache.stale = undefined;
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled']);
+  });
+
+  it('a failed stop is recorded over the latest status: a conflict with another writer is retried', async () => {
+    const h = harness({
+      stop: async () => {
+        // Another writer goes first: the failure's write conflicts once.
+        h.api.inject({ method: 'patch' }, () => {
+          const latest = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+          h.api.set(REQUEST, { ...latest, metadata: { ...latest.metadata, annotations: { 'written-by': 'controller' } } });
+        });
+        throw new Error('container did not stop');
+      },
+    });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${REQUEST}/status 200`, `PATCH ${REQUEST}/status 409`, `PATCH ${REQUEST}/status 200`]);
+    const stored = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    assert.equal(stored.metadata.annotations?.['written-by'], 'controller');
+    assert.deepEqual(stored.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Failed', isKilled: true, message: 'stop: container did not stop' }]);
+    assert.equal(h.counts.get('stops{"result":"failed"}'), 1);
+  });
+
+  it('refused right before the stop while every write conflicts: the refusal is counted, no Warning for what was not recorded', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const h = harness({ status: (id, call) => (call === 0 ? running(id) : running(id, null)) });
+      h.api.inject({ method: 'patch' }, () => {}); // the isKilled write goes through
+      h.api.inject({ method: 'patch' }, 409, Infinity);
+      await h.reconciler.reconcile(KEY);
+      // The five tries of updateLatest, 100 ms more apart each time.
+      const draining = h.reconciler.drain(60_000);
+      for (let i = 0; i < 50; i++) {
+        await new Promise((r) => setImmediate(r));
+        mock.timers.tick(100);
+      }
+      assert.equal(await draining, true);
+      assert.deepEqual(h.api.lines({ method: 'patch' }).map((l) => l.split(' ').at(-1)), ['200', '409', '409', '409', '409', '409']);
+      assert.equal(h.counts.get('refused{"reason":"runtime-owner-missing"}'), 1);
+      assert.deepEqual(await h.events(), []);
+    } finally {
+      mock.timers.reset();
+    }
   });
 });
