@@ -1,0 +1,177 @@
+// The fast path's I/O (R42) against a fake runtime and the fake API server: a main's exit leads to
+// its Pod and the first request, created as agent/main.ts creates it (createIfAbsent); a request the
+// controller created first (409) is no error and gives no event; a create that fails is retried by
+// the handler's queue.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventRecorder } from '../common/events.ts';
+import { createIfAbsent } from '../common/kube/errors.ts';
+import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { resourcePath } from '../common/kube/paths.ts';
+import { createLogger } from '../common/log.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
+import { main, makePod, NODE, sidecar, UID } from '../rules/fixtures.ts';
+import { projectPod } from '../rules/projection.ts';
+import type { PodProjection } from '../rules/projection.ts';
+import { requestName } from '../rules/requests.ts';
+import { ExitHandler } from './exit-handler.ts';
+import { createAgentMetrics } from './metrics.ts';
+import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from './runtime/types.ts';
+
+const log = createLogger('test', 'error');
+const REQUEST = requestPath('ns', requestName(UID, 1));
+/** The Pod as kubelet last reported it: main and proxy running (container IDs `containerd://<name>-id`). */
+const POD = projectPod(makePod({ containers: [main('main'), sidecar('proxy')] }));
+const OWNER: ContainerOwner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: 'main' };
+
+interface HarnessOptions {
+  /** The Pods the watch cache holds (default: POD). */
+  pods?: PodProjection[];
+  /** What the runtime's status answers for a container ID. */
+  status?: (id: string) => RuntimeContainer | undefined;
+  /** The runtime's listing of a Pod's containers. */
+  podContainers?: PodContainer[];
+}
+
+function harness(o: HarnessOptions = {}) {
+  const api = new FakeKubeApi();
+  const runtimeCalls: string[] = [];
+  const pods = o.pods ?? [POD];
+  /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
+  const cache: { stale?: ContainerRecreateRequest[] } = {};
+  const runtime: ContainerRuntime = {
+    idPrefix: 'containerd',
+    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
+    status: async (id) => {
+      runtimeCalls.push(`status ${id}`);
+      return o.status?.(id);
+    },
+    stop: async () => assert.fail('the fast path stops nothing'),
+    exec: async () => assert.fail('the fast path runs nothing'),
+    podContainers: async (uid) => {
+      runtimeCalls.push(`podContainers ${uid}`);
+      return o.podContainers ?? [];
+    },
+    close: () => {},
+  };
+  const metrics = createAgentMetrics(() => 0);
+  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
+  const exits = new ExitHandler({
+    nodeName: NODE,
+    cachedPod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
+    cachedPodOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
+    activeRequests: (namespace, podUid) => (cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
+      .filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
+    runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
+    // As agent/main.ts does.
+    createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
+    events: recorder,
+    metrics,
+    log,
+    workers: 2,
+    requestOptions: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600 },
+  });
+  const onExit = async (result: 'created' | 'existed') =>
+    (await metrics.requestsOnExit.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+  const events = async () => {
+    await recorder.flushed();
+    return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
+  };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  for (const end = Date.now() + ms; !(await cond()) && Date.now() < end;) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(await cond(), 'condition not reached');
+}
+
+/** Lets queued work run; for asserting that nothing happens. */
+const settle = () => new Promise((r) => setTimeout(r, 30));
+
+describe('ExitHandler', () => {
+  it('a main\'s exit creates the Pod\'s first request, once, with the StoppingSidecars event', async () => {
+    const h = harness();
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await until(async () => (await h.onExit('created')) === 1);
+    h.exits.stop();
+    const created = h.api.object<ContainerRecreateRequest>(REQUEST);
+    assert.deepEqual(created?.spec.containers.map((c) => c.name), ['proxy']);
+    assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 201`]);
+    assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
+    // kubelet reported every container: the runtime was not asked.
+    assert.deepEqual(h.runtimeCalls, []);
+  });
+
+  it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {
+    const h = harness();
+    h.cache.stale = [];
+    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, 'written-by': 'controller' } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await until(async () => (await h.onExit('existed')) === 1);
+    h.exits.stop();
+    assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`]);
+    assert.equal(await h.onExit('created'), 0);
+    assert.deepEqual(await h.events(), []);
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.metadata.labels?.['written-by'], 'controller');
+  });
+
+  it('a request the watch already shows: nothing is created', async () => {
+    const h = harness();
+    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await settle();
+    h.exits.stop();
+    assert.deepEqual(h.api.lines({ method: 'create' }), []);
+  });
+
+  for (const [name, fault] of [['answered 429', 429], ['answered 500', 500], ['that got no answer', networkError()]] as const) {
+    it(`a create ${name} is retried by the queue, then created: one event`, async () => {
+      const h = harness();
+      h.api.inject({ method: 'create', path: requestPath('ns') }, fault);
+      h.exits.containerExited(h.runtime, 'main-id', 0);
+      await until(async () => (await h.onExit('created')) === 1);
+      h.exits.stop();
+      const status = typeof fault === 'number' ? fault : 0;
+      assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} ${status}`, `POST ${requestPath('ns')} 201`]);
+      const [failed, created] = h.api.calls.filter((c) => c.method === 'create' && c.path === requestPath('ns'));
+      assert.ok(created!.atMs - failed!.atMs >= 150, 'after the queue\'s backoff');
+      assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
+    });
+  }
+
+  it('an exit kubelet has not reported yet: the runtime\'s labels name the Pod, its listing gives the containers', async () => {
+    const pending = projectPod(makePod({ phase: 'Pending', containers: [main('main', 'noStatus'), sidecar('proxy', 'noStatus')] }));
+    const h = harness({
+      pods: [pending],
+      status: (id) => ({ id, state: 'exited', exitCode: 0, startedAtNs: 1n, finishedAtNs: 2n, owner: OWNER }),
+      podContainers: [{ id: 'main-id', name: 'main', attempt: 0, state: 'running' }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+    });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await until(async () => (await h.onExit('created')) === 1);
+    h.exits.stop();
+    // The listing still shows the main running: the exit event's code stands.
+    assert.deepEqual(h.runtimeCalls, ['status main-id', `podContainers ${UID}`]);
+    assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.spec.containers.map((c) => c.name), ['proxy']);
+  });
+
+  it('an exit in a container of no cached Pod, or of a Pod on another node: nothing', async () => {
+    const elsewhere = projectPod(makePod({ containers: [main('main'), sidecar('proxy')], nodeName: 'node-2' }));
+    for (const o of [{ pods: [] }, { pods: [elsewhere] }] as HarnessOptions[]) {
+      const h = harness({ ...o, status: (id) => ({ id, state: 'exited', exitCode: 0, startedAtNs: 1n, finishedAtNs: 2n, owner: OWNER }) });
+      h.exits.containerExited(h.runtime, 'main-id', 0);
+      await settle();
+      h.exits.stop();
+      assert.deepEqual(h.api.calls, []);
+    }
+  });
+
+  it('after stop(), exits are not acted on', async () => {
+    const h = harness();
+    h.exits.stop();
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await settle();
+    assert.deepEqual(h.api.calls, []);
+  });
+});
