@@ -1,50 +1,61 @@
-// The I/O around decide(), against a fake API: what reaches the API server and the Pod's events.
+// The I/O around decide(), against the fake API server (common/kube/fake-api.ts) and the real event
+// recorder: what reaches the API server, what it answers (a name taken, a rejected body, a stale
+// resourceVersion, throttling, errors), and the Pod's events, each sent once.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { EventRecorder, PodEvent as RecordedEvent, PodRef } from '../common/events.ts';
-import type { KubeClient } from '../common/kube/client.ts';
-import { KubeApiError } from '../common/kube/client.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { EventRecorder } from '../common/events.ts';
+import { isConflict } from '../common/kube/errors.ts';
+import { apiError, FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { EXISTS_RECHECK_MS, isRejection, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
-import { EVENT_REASONS } from '../api/names.ts';
-import { exited, main, makePod, NOW, sidecar, UID } from '../rules/fixtures.ts';
-import { projectPod } from '../rules/projection.ts';
-import { requestName } from '../rules/requests.ts';
+import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
+import type { NodeKind } from '../rules/classify.ts';
+import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../rules/fixtures.ts';
+import { projectPod, type PodProjection } from '../rules/projection.ts';
+import { requestName, requestPodUids } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
 
 const metrics = createControllerMetrics();
 const log = createLogger('test', 'error');
+const KEY = 'ns/job-pod';
+const POD = podPath('ns', 'job-pod');
+const REQUESTS = requestPath('ns');
 
-function harness(create: (body: ContainerRecreateRequest) => Promise<unknown>, requests: ContainerRecreateRequest[] = []) {
-  const created: ContainerRecreateRequest[] = [];
-  const events: RecordedEvent[] = [];
-  const client = {
-    create: async (_path: string, body: ContainerRecreateRequest) => {
-      created.push(body);
-      return create(body);
-    },
-    patch: async () => ({}),
-  } as unknown as KubeClient;
-  const recorder = { emit: (_pod: PodRef, event: RecordedEvent) => events.push(event) } as unknown as EventRecorder;
-  let pod = projectPod(makePod({ containers: [main('app', exited(0)), sidecar('proxy')] }));
+interface HarnessOptions {
+  pod?: V1Pod;
+  node?: NodeKind;
+}
+
+function harness(o: HarnessOptions = {}) {
+  const api = new FakeKubeApi({ now: () => NOW });
+  api.set(POD, o.pod ?? makePod({ containers: [main('app', exited(0)), sidecar('proxy')] }));
+  /** What the watches hold: what the API has now, unless a test pins a stale copy. */
+  const cache: { pod?: PodProjection; requests?: ContainerRecreateRequest[] } = {};
+  const recorder = new EventRecorder(api, 'sidecar-terminator', log);
   const controller = new SidecarController({
-    client,
-    cachedPod: () => ({ pod, receivedAtMs: NOW }),
-    requestsForPod: () => requests,
-    nodeKind: async () => 'real',
+    client: api,
+    cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
+    requestsForPod: (namespace, uid) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
+      .filter((r) => requestPodUids(r).includes(uid)),
+    nodeKind: async () => o.node ?? 'real',
     events: recorder,
     metrics,
     options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120 },
     log,
     now: () => NOW,
   });
-  return { controller, created, events, setPod: (p: typeof pod) => (pod = p) };
+  const events = async () => {
+    await recorder.flushed();
+    return api.list<{ type: string; reason: string; message: string }>(resourcePath('v1', 'events', 'ns'));
+  };
+  const reasons = async () => (await events()).map((e) => `${e.type} ${e.reason}`);
+  const creates = () => api.calls.filter((c) => c.method === 'create' && c.path === REQUESTS);
+  return { api, controller, cache, events, reasons, creates };
 }
-
-const apiError = (code: number, message: string) =>
-  new KubeApiError(code, 'POST', '/apis/x', JSON.stringify({ kind: 'Status', message, reason: 'Invalid' }));
 
 describe('isRejection', () => {
   const rows: Array<[number | undefined, boolean]> = [
@@ -54,67 +65,128 @@ describe('isRejection', () => {
 });
 
 describe('SidecarController: creating a request', () => {
-  it('creates it and emits the Normal event once', async () => {
-    const h = harness(async () => ({}));
-    await h.controller.reconcile('ns/job-pod');
-    assert.equal(h.created.length, 1);
-    assert.deepEqual(h.events.map((e) => e.reason), [EVENT_REASONS.stopping]);
+  it('creates it and emits the Normal event once, however often the Pod is looked at', async () => {
+    const h = harness();
+    assert.equal(await h.controller.reconcile(KEY), undefined);
+    await h.controller.reconcile(KEY);
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'create', path: REQUESTS }), [`POST ${REQUESTS} 201`]);
+    assert.deepEqual(h.api.list<ContainerRecreateRequest>(REQUESTS).map((r) => r.metadata.name), [requestName(UID, 1)]);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`]);
   });
 
-  it('a request the API rejects as invalid: one Warning with its message, a long requeue, no hot loop', async () => {
-    const h = harness(async () => { throw apiError(422, 'spec.activeDeadlineSeconds: Invalid value: 999999'); });
-    const first = await h.controller.reconcile('ns/job-pod');
-    assert.deepEqual(first, { requeueAfterMs: REJECTED_RETRY_MS });
-    assert.deepEqual(h.events.map((e) => [e.type, e.reason]), [['Warning', EVENT_REASONS.requestRejected]]);
-    assert.match(h.events[0]?.message ?? '', /rejected ContainerRecreateRequest sidecar-termination-.* for sidecar "proxy": spec\.activeDeadlineSeconds: Invalid value: 999999\. Trying again in 300s/);
-    // The next try gives no second Warning.
-    assert.deepEqual(await h.controller.reconcile('ns/job-pod'), { requeueAfterMs: REJECTED_RETRY_MS });
-    assert.equal(h.events.length, 1);
+  it('the name is taken (409: the agent was first, not yet in the watch): treated as created elsewhere, no event, looked at again soon', async () => {
+    const h = harness();
+    h.cache.requests = [];
+    h.api.set(requestPath('ns', requestName(UID, 1)), {
+      metadata: { labels: { [LABEL_NODE_NAME]: 'node-1', [LABEL_POD_UID]: UID, [LABEL_ACTIVE]: 'true' } },
+      spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] },
+    });
+    assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: EXISTS_RECHECK_MS });
+    assert.deepEqual(h.api.lines({ method: 'create', path: REQUESTS }), [`POST ${REQUESTS} 409`]);
+    assert.deepEqual(await h.reasons(), []);
+    // Once the watch has it: waited for, still without an event.
+    h.cache.requests = undefined;
+    assert.equal(await h.controller.reconcile(KEY), undefined);
+    assert.equal(h.creates().length, 1);
+    assert.deepEqual(await h.reasons(), []);
   });
 
-  it('a conflict (the agent was first) is not an error and says nothing; looked at again soon', async () => {
-    const h = harness(async () => { throw apiError(409, 'already exists'); });
-    assert.deepEqual(await h.controller.reconcile('ns/job-pod'), { requeueAfterMs: EXISTS_RECHECK_MS });
-    assert.deepEqual(h.events, []);
-  });
+  for (const [code, message] of [
+    [422, 'spec.activeDeadlineSeconds: Invalid value: 999999'],
+    [403, 'containerrecreaterequests is forbidden'],
+    [404, 'namespaces "ns" not found'],
+  ] as const) {
+    it(`a request the API server rejects (${code}): one Warning with its message, a long requeue, no hot loop`, async () => {
+      const h = harness();
+      h.api.inject({ method: 'create', path: REQUESTS }, apiError(code, 'POST', REQUESTS, message), 2);
+      assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: REJECTED_RETRY_MS });
+      const events = await h.events();
+      assert.deepEqual(events.map((e) => `${e.type} ${e.reason}`), [`Warning ${EVENT_REASONS.requestRejected}`]);
+      assert.ok(events[0]?.message.includes(`for sidecar "proxy": ${message}. Trying again in 300s`), events[0]?.message);
+      // The next try gives no second Warning; the request announced never was.
+      assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: REJECTED_RETRY_MS });
+      assert.equal((await h.events()).length, 1);
+      assert.deepEqual(h.api.list(REQUESTS), []);
+    });
+  }
 
-  for (const code of [429, 500]) {
-    it(`a ${code} is thrown, for the queue's own backoff`, async () => {
-      const h = harness(async () => { throw apiError(code, 'busy'); });
-      await assert.rejects(h.controller.reconcile('ns/job-pod'), /busy/);
-      assert.deepEqual(h.events, []);
+  for (const [name, fault] of [['429', 429], ['500', 500], ['no answer', networkError()]] as const) {
+    it(`a create answered with ${name} is thrown, for the queue's own backoff; the retry creates it`, async () => {
+      const h = harness();
+      h.api.inject({ method: 'create', path: REQUESTS }, fault);
+      await assert.rejects(h.controller.reconcile(KEY));
+      assert.deepEqual(await h.events(), []);
+      await h.controller.reconcile(KEY);
+      assert.equal(h.api.list(REQUESTS).length, 1);
+      assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`]);
     });
   }
 
   it('a request that took our name for another node: skipped, the next name is created', async () => {
-    const forged: ContainerRecreateRequest = {
+    const h = harness();
+    h.api.set(requestPath('ns', requestName(UID, 1)), {
       apiVersion: 'sidecar-terminator.dev/v1alpha1',
       kind: 'ContainerRecreateRequest',
-      metadata: { name: requestName(UID, 1), namespace: 'ns', labels: { [LABEL_NODE_NAME]: 'node-2', [LABEL_POD_UID]: UID, [LABEL_ACTIVE]: 'true' } },
+      metadata: { labels: { [LABEL_NODE_NAME]: 'node-2', [LABEL_POD_UID]: UID, [LABEL_ACTIVE]: 'true' } },
       spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] },
-    };
-    const h = harness(async () => ({}), [forged]);
-    await h.controller.reconcile('ns/job-pod');
-    assert.deepEqual(h.created.map((r) => r.metadata.name), [requestName(UID, 2)]);
-    assert.deepEqual(h.events.map((e) => e.reason), [EVENT_REASONS.stopping]);
+    });
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.creates().map((c) => (c.body as ContainerRecreateRequest).metadata.name), [requestName(UID, 2)]);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`]);
   });
 
-  it('a wait with a requeue time is requeued', async () => {
-    const h = harness(async () => ({}));
-    h.setPod(projectPod(makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'waiting', [], { id: null })] })));
-    assert.deepEqual(await h.controller.reconcile('ns/job-pod'), { requeueAfterMs: 110_000 });
-    assert.deepEqual(h.events.map((e) => e.reason), [EVENT_REASONS.sidecarNotStarted]);
+  it('a wait with a requeue time is requeued; its Warning goes out once however often it is decided', async () => {
+    const h = harness({ pod: makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'waiting', [], { id: null })] }) });
+    for (let i = 0; i < 3; i++) assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: 110_000 });
+    assert.deepEqual(await h.reasons(), [`Warning ${EVENT_REASONS.sidecarNotStarted}`]);
+  });
+});
+
+describe('SidecarController: writes carrying the Pod\'s resourceVersion', () => {
+  it('image swap from a stale Pod: 409, no event; the retry from the fresh Pod swaps, one event', async () => {
+    const h = harness({ node: 'virtual', pod: makePod({ containers: [main('app', exited(0)), imageSidecar('proxy', 'exit0:1')] }) });
+    h.cache.pod = projectPod(h.api.object<V1Pod>(POD)!);
+    // kubelet writes the Pod status meanwhile.
+    const fresh = h.api.object<V1Pod>(POD)!;
+    h.api.set(POD, { ...fresh, status: { ...fresh.status, podIP: '10.0.0.9' } });
+    await assert.rejects(h.controller.reconcile(KEY), (err) => isConflict(err));
+    assert.deepEqual(await h.events(), []);
+    h.cache.pod = undefined;
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${POD} 409`, `PATCH ${POD} 200`]);
+    assert.deepEqual(h.api.object<V1Pod>(POD)?.spec?.containers.map((c) => `${c.name}=${c.image}`), ['app=app:1', 'proxy=exit0:1']);
+    // Swapped: the next look waits for kubelet, without a second event.
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.replacingImage}`]);
+  });
+
+  it('phase patch from a stale Pod: 409, no event; the retry sets the phase and the condition, one event', async () => {
+    const h = harness({ pod: makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] }) });
+    h.cache.pod = projectPod(h.api.object<V1Pod>(POD)!);
+    const fresh = h.api.object<V1Pod>(POD)!;
+    h.api.set(POD, { ...fresh, metadata: { ...fresh.metadata, labels: { touched: 'yes' } } });
+    await assert.rejects(h.controller.reconcile(KEY), (err) => isConflict(err));
+    assert.deepEqual(await h.events(), []);
+    h.cache.pod = undefined;
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${POD}/status 409`, `PATCH ${POD}/status 200`]);
+    const status = h.api.object<V1Pod>(POD)?.status;
+    assert.equal(status?.phase, 'Succeeded');
+    assert.deepEqual(status?.conditions?.map((c) => `${c.type}=${c.status}`), [`${CONDITION_SIDECAR_TERMINATED}=True`]);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.phaseSet}`]);
   });
 });
 
 describe('SidecarController: remembered events are bounded by the Pods', () => {
   it('forget drops a Pod; its events may go out again for a new one of that name', async () => {
-    const h = harness(async () => { throw apiError(422, 'invalid'); });
-    await h.controller.reconcile('ns/job-pod');
+    const h = harness();
+    h.api.inject({ method: 'create', path: REQUESTS }, 422, 2);
+    await h.controller.reconcile(KEY);
     assert.equal(h.controller.rememberedPods(), 1);
-    h.controller.forget('ns/job-pod');
+    h.controller.forget(KEY);
     assert.equal(h.controller.rememberedPods(), 0);
-    await h.controller.reconcile('ns/job-pod');
-    assert.equal(h.events.length, 2);
+    await h.controller.reconcile(KEY);
+    assert.equal((await h.events()).length, 2);
   });
 });
