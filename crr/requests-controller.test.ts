@@ -1,69 +1,190 @@
-// The I/O around decideLifecycle(), against a fake API: a request that does not match its Pod is
-// completed without being executed, and its Pod gets one Warning however many such requests come.
+// The I/O around decideLifecycle() and decideReadiness(), against the fake API server
+// (common/kube/fake-api.ts) and the real event recorder: a request that does not match its Pod is
+// completed without being executed (one Warning per Pod however many come); a Pod gone (404) or a
+// failed read; admission, unlabelling and deletion against stale copies (409) and requests already
+// gone (404); the readiness gate's finalizer through a deletion.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { EventRecorder, PodEvent, PodRef } from '../common/events.ts';
-import type { KubeClient } from '../common/kube/client.ts';
+import { EventRecorder } from '../common/events.ts';
+import { isConflict } from '../common/kube/errors.ts';
+import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { RequestsController } from './requests-controller.ts';
 import { EVENT_REASONS } from '../api/names.ts';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { API_VERSION, KIND, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
+import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
+import {
+  API_VERSION, KIND, LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, requestPath,
+} from '../api/container-recreate-request.ts';
 
+const NOW = Date.parse('2026-01-01T00:10:00Z');
+const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
+const POD_PATH = podPath('ns', 'job-pod');
 const POD: V1Pod = {
   metadata: { namespace: 'ns', name: 'job-pod', uid: 'uid-1' },
   spec: { nodeName: 'node-a', containers: [{ name: 'app' }, { name: 'proxy' }] },
   status: { phase: 'Running', containerStatuses: [{ name: 'proxy', containerID: 'containerd://p1', restartCount: 0, ready: true, image: 'x', imageID: 'x' }] },
 };
+const ADMITTED = { [LABEL_NODE_NAME]: 'node-a', [LABEL_POD_UID]: 'uid-1', [LABEL_ACTIVE]: 'true' };
 
-function request(name: string, node: string): ContainerRecreateRequest {
+function request(name: string, o: { labels?: Record<string, string>; pinned?: boolean; status?: CRRStatus; ttl?: number; unreadySeconds?: number } = {}): ContainerRecreateRequest {
   return {
     apiVersion: API_VERSION, kind: KIND,
-    metadata: { namespace: 'ns', name, resourceVersion: '1', creationTimestamp: new Date().toISOString(), labels: { [LABEL_NODE_NAME]: node, [LABEL_POD_UID]: 'uid-1', [LABEL_ACTIVE]: 'true' } },
-    spec: { podName: 'job-pod', containers: [{ name: 'proxy', statusContext: { containerID: 'containerd://p1', restartCount: 0 } }] },
+    metadata: { namespace: 'ns', name, creationTimestamp: ago(5), ...(o.labels ? { labels: o.labels } : {}) },
+    spec: {
+      podName: 'job-pod',
+      containers: [{ name: 'proxy', ...(o.pinned === false ? {} : { statusContext: { containerID: 'containerd://p1', restartCount: 0 } }) }],
+      ...(o.ttl !== undefined ? { ttlSecondsAfterFinished: o.ttl } : {}),
+      ...(o.unreadySeconds ? { strategy: { unreadyGracePeriodSeconds: o.unreadySeconds } } : {}),
+    },
+    ...(o.status ? { status: o.status } : {}),
   };
 }
 
-function harness(requests: ContainerRecreateRequest[]) {
-  const patches: { path: string; body: { status?: { phase?: string; message?: string } } }[] = [];
-  const events: { pod: PodRef; event: PodEvent }[] = [];
-  const client = {
-    get: async () => POD,
-    patch: async (path: string, body: (typeof patches)[number]['body']) => {
-      patches.push({ path, body });
-      return {};
-    },
-  } as unknown as KubeClient;
-  const recorder = { emit: (pod: PodRef, event: PodEvent) => events.push({ pod, event }) } as unknown as EventRecorder;
+function harness(requests: ContainerRecreateRequest[] = []) {
+  const api = new FakeKubeApi({ now: () => NOW });
+  api.set(POD_PATH, POD);
+  for (const r of requests) api.set(requestPath('ns', r.metadata.name), r);
+  /** What the watch holds: what the API has now, unless a test pins a stale copy. */
+  const cache: { requests?: ContainerRecreateRequest[] } = {};
+  const recorder = new EventRecorder(api, 'sidecar-terminator', createLogger('test', 'error'));
+  const actions: string[] = [];
   const controller = new RequestsController({
-    client, events: recorder, log: createLogger('test', 'error'),
-    cachedRequest: (_ns, name) => requests.find((r) => r.metadata.name === name),
+    client: api, events: recorder, log: createLogger('test', 'error'),
+    cachedRequest: (ns, name) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(ns))).find((r) => r.metadata.name === name),
+    onAction: (action) => actions.push(action),
+    now: () => NOW,
   });
-  return { controller, patches, events };
+  const events = async () => {
+    await recorder.flushed();
+    return api.list<{ type: string; reason: string; involvedObject: { name: string; uid: string } }>(resourcePath('v1', 'events', 'ns'));
+  };
+  const stored = (name: string) => api.object<ContainerRecreateRequest>(requestPath('ns', name));
+  /** Pins the cache to the requests as the API has them now. */
+  const freeze = () => (cache.requests = api.list<ContainerRecreateRequest>(requestPath('ns')));
+  return { api, controller, cache, events, stored, freeze, actions };
 }
 
 describe('RequestsController: requests that do not match their Pod', () => {
   it('completes each without executing it, with one RequestRefused Warning on the Pod', async () => {
-    const forged = [request('forged-1', 'other-node'), request('forged-2', 'other-node'), request('forged-3', 'elsewhere')];
+    const forged = [
+      request('forged-1', { labels: { ...ADMITTED, [LABEL_NODE_NAME]: 'other-node' } }),
+      request('forged-2', { labels: { ...ADMITTED, [LABEL_NODE_NAME]: 'other-node' } }),
+      request('forged-3', { labels: { ...ADMITTED, [LABEL_NODE_NAME]: 'elsewhere' } }),
+    ];
     const h = harness(forged);
     for (const r of forged) await h.controller.reconcile(`ns/${r.metadata.name}`);
-    assert.equal(h.patches.length, 3);
-    for (const p of h.patches) {
-      assert.match(p.path, /\/status$/);
-      assert.equal(p.body.status?.phase, 'Completed');
-      assert.match(p.body.status?.message ?? '', /does not match the node of Pod job-pod \(node-a\): request not executed/);
+    assert.equal(h.api.lines({ method: 'patch' }).length, 3);
+    for (const r of forged) {
+      const status = h.stored(r.metadata.name!)?.status;
+      assert.equal(status?.phase, 'Completed');
+      assert.match(status?.message ?? '', /does not match the node of Pod job-pod \(node-a\): request not executed/);
     }
-    assert.equal(h.events.length, 1);
-    assert.equal(h.events[0]?.event.reason, EVENT_REASONS.requestRefused);
-    assert.equal(h.events[0]?.event.type, 'Warning');
-    assert.deepEqual(h.events[0]?.pod, { namespace: 'ns', name: 'job-pod', uid: 'uid-1' });
+    const events = await h.events();
+    assert.deepEqual(events.map((e) => `${e.type} ${e.reason}`), [`Warning ${EVENT_REASONS.requestRefused}`]);
+    assert.deepEqual(events[0]?.involvedObject.name, 'job-pod');
+    assert.deepEqual(events[0]?.involvedObject.uid, 'uid-1');
   });
 
   it('a request that matches its Pod is left to the agent: no write, no event', async () => {
-    const h = harness([request('ours', 'node-a')]);
+    const h = harness([request('ours', { labels: ADMITTED })]);
     await h.controller.reconcile('ns/ours');
-    assert.deepEqual(h.patches, []);
-    assert.deepEqual(h.events, []);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), []);
+    assert.deepEqual(await h.events(), []);
+  });
+});
+
+describe('RequestsController: the API server\'s answers', () => {
+  it('the Pod is gone (404): the request is completed, without a Warning', async () => {
+    const h = harness([request('r1', { labels: ADMITTED })]);
+    h.api.remove(POD_PATH);
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.api.lines({ method: 'get' }), [`GET ${POD_PATH} 404`]);
+    assert.equal(h.stored('r1')?.status?.phase, 'Completed');
+    assert.equal(h.stored('r1')?.status?.message, 'Pod job-pod no longer exists');
+    assert.deepEqual(await h.events(), []);
+  });
+
+  it('a Pod read that fails (500, no answer) fails the reconcile, for the queue to retry: nothing written', async () => {
+    for (const fault of [500, networkError()]) {
+      const h = harness([request('r1')]);
+      h.api.inject({ method: 'get', path: POD_PATH }, fault);
+      await assert.rejects(h.controller.reconcile('ns/r1'));
+      assert.deepEqual(h.api.lines({ method: 'patch' }), []);
+    }
+  });
+
+  it('admission from a stale copy: 409 thrown; the retry from the fresh request labels and pins it', async () => {
+    const h = harness([request('r1', { pinned: false })]);
+    h.freeze();
+    const latest = h.stored('r1')!;
+    h.api.set(requestPath('ns', 'r1'), { ...latest, metadata: { ...latest.metadata, annotations: { note: 'edited' } } });
+    await assert.rejects(h.controller.reconcile('ns/r1'), (err) => isConflict(err));
+    h.cache.requests = undefined;
+    await h.controller.reconcile('ns/r1');
+    const admitted = h.stored('r1')!;
+    assert.deepEqual(admitted.metadata.labels, ADMITTED);
+    assert.deepEqual(admitted.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://p1', restartCount: 0 } }]);
+    assert.equal(admitted.metadata.annotations?.note, 'edited');
+    assert.deepEqual(h.actions, ['admit', 'admit']);
+  });
+
+  it('a completed request loses its active label (merge patch, null)', async () => {
+    const h = harness([request('r1', { labels: ADMITTED, status: { phase: 'Completed', completionTime: ago(1) }, ttl: 600 })]);
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.stored('r1')?.metadata.labels, { [LABEL_NODE_NAME]: 'node-a', [LABEL_POD_UID]: 'uid-1' });
+  });
+
+  const expired = () => request('r1', { labels: { [LABEL_POD_UID]: 'uid-1' }, status: { phase: 'Completed', completionTime: ago(700) }, ttl: 600 });
+
+  it('past its TTL: deleted, with the uid precondition', async () => {
+    const h = harness([expired()]);
+    const { uid } = h.stored('r1')!.metadata;
+    await h.controller.reconcile('ns/r1');
+    assert.equal(h.stored('r1'), undefined);
+    assert.deepEqual(h.api.calls.filter((c) => c.method === 'delete').map((c) => c.body), [{ preconditions: { uid } }]);
+  });
+
+  it('past its TTL but already deleted (404): nothing to do, no error', async () => {
+    const h = harness([expired()]);
+    h.freeze();
+    h.api.remove(requestPath('ns', 'r1'));
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.api.lines({ method: 'delete' }), [`DELETE ${requestPath('ns', 'r1')} 404`]);
+  });
+
+  it('past its TTL, but replaced by a new request of that name: 409, the new one is kept', async () => {
+    const h = harness([expired()]);
+    h.freeze();
+    h.api.remove(requestPath('ns', 'r1'));
+    h.api.set(requestPath('ns', 'r1'), request('r1', { labels: ADMITTED }));
+    await assert.rejects(h.controller.reconcile('ns/r1'), (err) => isConflict(err));
+    assert.equal(h.stored('r1')?.metadata.labels?.[LABEL_ACTIVE], 'true');
+  });
+});
+
+describe('RequestsController: the readiness gate through a deletion', () => {
+  it('finalizer first, Pod not-ready; deleted: Pod ready again, then the finalizer off and the request gone', async () => {
+    const h = harness([request('r1', { labels: ADMITTED, unreadySeconds: 5 })]);
+    const condition = () => h.api.object<V1Pod>(POD_PATH)?.status?.conditions?.find((c) => c.type === READINESS_CONDITION)?.status;
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.stored('r1')?.metadata.finalizers, [READINESS_FINALIZER]);
+    await h.controller.reconcile('ns/r1');
+    assert.equal(condition(), 'False');
+    // Someone deletes the request while it runs: the finalizer holds it.
+    await h.api.delete(requestPath('ns', 'r1'));
+    assert.ok(h.stored('r1')?.metadata.deletionTimestamp);
+    await h.controller.reconcile('ns/r1');
+    assert.equal(condition(), 'True');
+    assert.ok(h.stored('r1'), 'still held by the finalizer');
+    await h.controller.reconcile('ns/r1');
+    assert.equal(h.stored('r1'), undefined);
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.api.lines({ method: 'patch' }).map((l) => l.split(' ').slice(1).join(' ')), [
+      `${requestPath('ns', 'r1')} 200`, `${POD_PATH}/status 200`, `${POD_PATH}/status 200`, `${requestPath('ns', 'r1')} 200`,
+    ]);
+    // The Pod's other status is left as it was.
+    assert.equal(h.api.object<V1Pod>(POD_PATH)?.status?.containerStatuses?.length, 1);
   });
 });
