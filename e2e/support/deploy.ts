@@ -33,9 +33,16 @@ function importImage(): void {
   if (!ctr('images', 'ls', '-q').split('\n').includes(IMAGE)) ctr('images', 'import', archive);
 }
 
-function writeOverlay(): string {
+/**
+ * The e2e overlay of `resources` (default: what this release installs on the cluster's version),
+ * written to `dir` (default: the cluster's overlay directory, which deployProject() applies);
+ * returns `dir`. e2e/upgrade.test.ts points it at an earlier release's manifests.
+ */
+export function writeOverlay(
+  resources = join(ROOT, versionFeatures().admissionPolicies ? 'manifests/default' : 'manifests/base'),
+  dir = join(clusterEnv().clusterDir, 'overlay'),
+): string {
   const env = clusterEnv();
-  const dir = join(env.clusterDir, 'overlay');
   mkdirSync(dir, { recursive: true });
   const [name, tag] = IMAGE.split(':');
   // Fast resyncs for tests: appended to the base's flags, which stay as shipped.
@@ -47,7 +54,7 @@ function writeOverlay(): string {
   writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ${relative(dir, join(ROOT, versionFeatures().admissionPolicies ? 'manifests/default' : 'manifests/base'))}
+  - ${relative(dir, resources)}
 images:
   - name: ghcr.io/sidecar-terminator/sidecar-terminator
     newName: ${name}
