@@ -215,6 +215,42 @@ describe('WorkQueue delays', () => {
     assert.equal(delays.at(-1), MAX_REQUEUE_MS);
   });
 
+  it('retries a failing handler on time, at growing delays up to the cap; a success starts the backoff over; keys back off apart', async () => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+    const runs: string[] = [];
+    /** By key: how each run ends (true: fails); runs past the script succeed. */
+    const script: Record<string, boolean[]> = {
+      k: [true, true, true, true, true, false, true, false],
+      other: [true, false],
+    };
+    const seen = new Map<string, number>();
+    const q = new WorkQueue({
+      workers: 2,
+      baseBackoffMs: 200,
+      maxBackoffMs: 1000,
+      handler: async (key) => {
+        const n = seen.get(key) ?? 0;
+        seen.set(key, n + 1);
+        runs.push(`${key}@${Date.now()}`);
+        if (script[key]?.[n]) throw new Error('boom');
+        // A success: the key is looked at again later (as a resync would).
+        if (key === 'k' && n === 5) q.addAfter(key, 5000);
+      },
+      onError: () => {},
+    });
+    q.add('k');
+    q.add('other');
+    for (let t = 0; t < 20_000; t += 10) {
+      await flush();
+      mock.timers.tick(10);
+    }
+    q.stop();
+    // k: fails at 0, then after 200, 400, 800, 1000 (capped), 1000 ms; succeeds at 3400; looked at
+    // again at 8400 it fails and is retried after the base delay again, 200 ms.
+    assert.deepEqual(runs.filter((r) => r.startsWith('k@')), ['k@0', 'k@200', 'k@600', 'k@1400', 'k@2400', 'k@3400', 'k@8400', 'k@8600']);
+    assert.deepEqual(runs.filter((r) => r.startsWith('other@')), ['other@0', 'other@200']);
+  });
+
   it('keeps the default backoff cap when maxBackoffMs is passed as undefined', async () => {
     mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
     const delays: number[] = [];
