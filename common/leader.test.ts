@@ -1,5 +1,5 @@
 // Leader election (R46) against the fake API server (kube/fake-api.ts) under a fake clock: renewals,
-// the renew deadline whatever the API answers (500, 429, 409, no answer, no answer at all), another
+// the renew deadline whatever the API answers (500, 429, 409, no answer, a call that hangs), another
 // holder, a conflicting write, a create race, a deleted Lease, and the release on stop.
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
