@@ -91,4 +91,18 @@ describe('imports flow one way', () => {
     assert.ok(files > 50, `only ${files} files read`);
     assert.deepEqual(problems, []);
   });
+
+  it('the fake API server (common/kube/fake-api.ts) is for tests: only *.test.ts files import it', () => {
+    const FAKE = 'common/kube/fake-api.ts';
+    const importers: string[] = [];
+    for (const dir of Object.keys(MAY_IMPORT)) {
+      for (const file of tsFiles(dir)) {
+        if (file.endsWith('.test.ts')) continue;
+        for (const specifier of specifiers(readFileSync(path.join(ROOT, file), 'utf8'))) {
+          if (path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier)) === FAKE) importers.push(file);
+        }
+      }
+    }
+    assert.deepEqual(importers, []);
+  });
 });
