@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { KubeApiError } from '../common/kube/client.ts';
 import { createLogger } from '../common/log.ts';
 import type { DryRunOutcome, FastPathState } from './fast-path.ts';
-import { AGENT_POLICY, FastPathCheck, dryRunOutcome, fastPathState, otherNodeName } from './fast-path.ts';
+import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, otherNodeName } from './fast-path.ts';
 
 const apiError = (code: number, message: string) =>
   new KubeApiError(code, 'POST', '/x', JSON.stringify({ kind: 'Status', code, message }));
@@ -35,6 +35,14 @@ describe('fastPathState', () => {
     ['failed', 'admitted', 'unknown'],
   ];
   for (const [own, other, want] of cases) it(`own node ${own}, other node ${other} → ${want}`, () => assert.equal(fastPathState(own, other), want));
+});
+
+describe('nextCheckMs', () => {
+  it('enabled: every 5 minutes', () => assert.equal(nextCheckMs('enabled', 0), FAST_PATH_RECHECK_MS));
+  it('off: 10 s, doubling, at most 5 minutes', () => {
+    const off: FastPathState[] = ['not-confined', 'no-permission', 'no-node-in-token', 'unknown'];
+    for (const state of off) assert.deepEqual([1, 2, 3, 4, 5, 6, 20].map((n) => nextCheckMs(state, n)), [10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+  });
 });
 
 describe('otherNodeName', () => {

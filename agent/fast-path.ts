@@ -11,10 +11,10 @@ import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../api/containe
 
 /** The ValidatingAdmissionPolicy that confines an agent to its node (manifests/policies). */
 export const AGENT_POLICY = 'agent-requests.sidecar-terminator.dev';
-/** Checked again this often: the policies or the permission may be installed or removed later. */
+/** Checked again at least this often: the policies or the permission may be installed or removed later. */
 export const FAST_PATH_RECHECK_MS = 300_000;
-/** After a check that could not decide (API server unreachable, ...). */
-export const FAST_PATH_RETRY_MS = 30_000;
+/** The first re-check while the fast path is off, doubling up to FAST_PATH_RECHECK_MS. */
+export const FAST_PATH_FIRST_RETRY_MS = 10_000;
 
 /** How the API server answered one dry-run create. */
 export type DryRunOutcome = 'admitted' | 'denied-by-policy' | 'forbidden' | 'failed';
@@ -78,6 +78,17 @@ export function otherNodeName(nodeName: string): string {
   return nodeName === 'fast-path-check-other-node' ? 'fast-path-check-another-node' : 'fast-path-check-other-node';
 }
 
+/**
+ * When to check again, after `offChecks` checks in a row that found the fast path off. Soon at
+ * first: installed together, the agent can start before kube-apiserver enforces the new policy
+ * (seen: `not-confined` for a few seconds after a Helm install). Then less and less often, so a
+ * fleet on a release without the policy API sends few dry runs.
+ */
+export function nextCheckMs(state: FastPathState, offChecks: number): number {
+  if (state === 'enabled') return FAST_PATH_RECHECK_MS;
+  return Math.min(FAST_PATH_RECHECK_MS, FAST_PATH_FIRST_RETRY_MS * 2 ** Math.max(0, offChecks - 1));
+}
+
 export interface FastPathDeps {
   client: Pick<KubeApi, 'create'>;
   nodeName: string;
@@ -88,9 +99,11 @@ export interface FastPathDeps {
   onState: (state: FastPathState) => void;
 }
 
-/** Keeps the fast path's state current: checked at start and every FAST_PATH_RECHECK_MS. */
+/** Keeps the fast path's state current: checked at start, then as nextCheckMs says. */
 export class FastPathCheck {
   private state: FastPathState = 'unknown';
+  /** Checks in a row that found the fast path off. */
+  private offChecks = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly deps: FastPathDeps;
@@ -123,9 +136,10 @@ export class FastPathCheck {
       log[level](message, { fastPath: state, ownNode: own, otherNode: other });
     }
     this.state = state;
+    this.offChecks = state === 'enabled' ? 0 : this.offChecks + 1;
     this.deps.onState(state);
     if (!this.stopped) {
-      this.timer = setTimeout(() => void this.check().catch((err: unknown) => log.warn('fast path check failed', { error: errorMessage(err) })), state === 'unknown' ? FAST_PATH_RETRY_MS : FAST_PATH_RECHECK_MS);
+      this.timer = setTimeout(() => void this.check().catch((err: unknown) => log.warn('fast path check failed', { error: errorMessage(err) })), nextCheckMs(state, this.offChecks));
       this.timer.unref();
     }
     return state;

@@ -27,7 +27,7 @@ async function agentMetric(series: string): Promise<number> {
 const requestsCreatedOnExit = () => agentMetric('sidecar_terminator_agent_requests_on_exit_total{result="created"}');
 const fastPathState = async (state: string) => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1;
 
-/** Restarts the agent, so it checks again what it may do (it does at start, then every 5 minutes). */
+/** Restarts the agent, so it checks again what it may do at once (it does at start, then after 10 s and longer). */
 async function restartAgent(): Promise<void> {
   kubectl('-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENT}`);
   kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=120s');

@@ -27,7 +27,7 @@ import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, controllerPod
 import * as jobs from './support/jobs.ts';
 import { container, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
-import { createTestNamespace } from './support/namespace.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
 
@@ -207,27 +207,6 @@ function runRecovery(): { status: number | null; output: string } {
   return { status: run.status, output };
 }
 
-/**
- * Deletes a namespace (already being deleted is fine: the API server then answers 409) and waits
- * until it is gone.
- */
-async function namespaceGone(name: string, timeoutMs: number): Promise<void> {
-  try {
-    await core.deleteNamespace({ name });
-  } catch (err) {
-    if (apiStatus(err) !== 404 && apiStatus(err) !== 409) throw err;
-  }
-  await waitFor(async () => {
-    try {
-      await core.readNamespace({ name });
-      return false;
-    } catch (err) {
-      if (apiStatus(err) === 404) return true;
-      throw err;
-    }
-  }, { description: `namespace ${name} deleted`, timeoutMs, intervalMs: 1000 });
-}
-
 /** The current deployment's overlay (written by deployProject()). */
 const overlay = () => join(clusterEnv().clusterDir, 'overlay');
 
@@ -259,7 +238,7 @@ describe('upgrade and uninstall', () => {
     // failed half-way may have left our finalizer behind: the recovery takes it off first.
     const steps: [string, () => unknown][] = [
       ['recovery', () => runRecovery()],
-      ...namespaces.map((ns): [string, () => unknown] => [`namespace ${ns}`, () => namespaceGone(ns, 60_000)]),
+      ...namespaces.map((ns): [string, () => unknown] => [`namespace ${ns}`, () => deleteTestNamespace(core, ns, { timeoutMs: 60_000 })]),
       ['previous release files', () => previousDir && rmSync(previousDir, { recursive: true, force: true })],
       ['deploy', () => deployAfterUninstall()],
     ];
@@ -352,7 +331,7 @@ describe('upgrade and uninstall', () => {
     kubectl('delete', '-k', overlay(), '--ignore-not-found', '--timeout=180s');
     assert.equal(crdExists(), false);
     assert.ok(podReady(await core.readNamespacedPod({ namespace, name: 'gated' })), 'still Ready once we are gone');
-    await namespaceGone(namespace, 60_000);
+    await deleteTestNamespace(core, namespace, { timeoutMs: 60_000 });
   });
 
   it('uninstalls with the controller removed first: the recovery of docs/upgrade.md unblocks the namespace and restores readiness', async () => {
@@ -378,7 +357,7 @@ describe('upgrade and uninstall', () => {
     const recovery = runRecovery();
     console.log(recovery.output);
     assert.equal(recovery.status, 0, recovery.output);
-    await namespaceGone(held, 30_000);
+    await deleteTestNamespace(core, held, { timeoutMs: 30_000 });
     const pod = await readyAgain(namespace);
     assert.equal(readinessOf(pod)?.reason, READY_AGAIN_REASON);
     assert.deepEqual(await heldRequests(), []);
@@ -388,6 +367,6 @@ describe('upgrade and uninstall', () => {
     assert.equal(crdExists(), false);
     const remaining = await core.readNamespacedPod({ namespace, name: 'gated' });
     assert.equal(readinessOf(remaining)?.status, 'True', `no ${READINESS_CONDITION} condition of ours left False`);
-    await namespaceGone(namespace, 60_000);
+    await deleteTestNamespace(core, namespace, { timeoutMs: 60_000 });
   });
 });
