@@ -10,7 +10,7 @@ import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, deployProject, scrapePod } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, deployProject, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
@@ -18,11 +18,7 @@ import { containerStatus } from './support/workloads.ts';
 const { core } = clients();
 let namespace: string;
 
-async function agentMetric(series: string): Promise<number> {
-  const text = await scrapePod(await agentPod(), 9440);
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
+const agentMetric = async (series: string) => podMetric(await agentPod(), 9440, series);
 
 const requestsCreatedOnExit = () => agentMetric('sidecar_terminator_agent_requests_on_exit_total{result="created"}');
 const fastPathState = async (state: string) => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1;

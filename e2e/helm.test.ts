@@ -22,7 +22,7 @@ import type { V1Container, V1DaemonSet, V1Deployment, V1PodSpec } from '@kuberne
 import { parseAgentConfig } from '../agent/config.ts';
 import { parseControllerConfig } from '../crr/config.ts';
 import { clients, clusterEnv, parseEnvFile, versionFeatures } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, deployProject } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { container, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -394,12 +394,7 @@ async function jobCompletes(namespace: string, name: string): Promise<Awaited<Re
   return request;
 }
 
-async function agentMetric(series: string): Promise<number> {
-  const [pod] = await runningPods('agent');
-  const text = await (await fetch(`http://${pod!.status!.podIP}:9440/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
+const agentMetric = async (series: string) => podMetric((await runningPods('agent'))[0]!, 9440, series);
 
 /** What is left of the release: objects of the chart's kinds with its labels, and its names. */
 function leftovers(): string[] {

@@ -23,7 +23,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { GROUP, PLURAL, READINESS_CONDITION, READINESS_FINALIZER, VERSION } from '../api/container-recreate-request.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, scrapePod, writeOverlay } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, podMetric, writeOverlay } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { container, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -90,10 +90,7 @@ async function ourPods(): Promise<V1Pod[]> {
   return (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/name=sidecar-terminator' })).items;
 }
 
-async function agentMetric(series: string): Promise<number> {
-  const line = (await scrapePod(await agentPod(), 9440)).split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
+const agentMetric = async (series: string) => podMetric(await agentPod(), 9440, series);
 
 /** A Job whose sidecar runs until stopped; resolves once it is complete, with its request. */
 async function jobCompletes(namespace: string, name: string): Promise<ContainerRecreateRequest> {

@@ -146,6 +146,12 @@ export async function scrapePod(pod: V1Pod, port: number): Promise<string> {
   return (await fetch(`http://${pod.status!.podIP}:${port}/metrics`)).text();
 }
 
+/** One series' value on a Pod's /metrics (0 when the series is absent), e.g. `name{label="x"}`. */
+export async function podMetric(pod: V1Pod, port: number, series: string): Promise<number> {
+  const line = (await scrapePod(pod, port)).split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
 /** Kills a Pod's (first) container with SIGKILL through the runtime, as a crash would. */
 export function killContainer(pod: V1Pod): void {
   ctr('tasks', 'kill', '--signal', 'SIGKILL', pod.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, ''));
