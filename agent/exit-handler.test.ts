@@ -19,6 +19,7 @@ import { requestName } from '../rules/requests.ts';
 import { ExitHandler } from './exit-handler.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from './runtime/types.ts';
+import type { CreatedOnExit } from './timeline.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));
@@ -41,6 +42,8 @@ function harness(o: HarnessOptions = {}) {
   const pods = o.pods ?? [POD];
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   const cache: { stale?: ContainerRecreateRequest[] } = {};
+  /** The requests handed over for carrying out, as created, with their timings. */
+  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit }[] = [];
   const runtime: ContainerRuntime = {
     idPrefix: 'containerd',
     version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
@@ -67,6 +70,7 @@ function harness(o: HarnessOptions = {}) {
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
     // As agent/main.ts does.
     createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
+    created: (request, timing) => handedOver.push({ request, timing }),
     events: recorder,
     metrics,
     log,
@@ -79,7 +83,7 @@ function harness(o: HarnessOptions = {}) {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
   };
-  return { api, exits, runtime, runtimeCalls, cache, onExit, events };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver };
 }
 
 async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
@@ -104,6 +108,19 @@ describe('ExitHandler', () => {
     assert.deepEqual(h.runtimeCalls, []);
   });
 
+  it('the request as created is handed over at once, with the exit\'s and the create\'s times', async () => {
+    const h = harness();
+    const exitedAtMs = Date.now() - 3;
+    h.exits.containerExited(h.runtime, 'main-id', 0, exitedAtMs);
+    await until(() => h.handedOver.length === 1);
+    h.exits.stop();
+    const [{ request, timing }] = h.handedOver as [{ request: ContainerRecreateRequest; timing: CreatedOnExit }];
+    assert.deepEqual(request, h.api.object<ContainerRecreateRequest>(REQUEST), 'with the uid and resourceVersion the API server gave it');
+    assert.equal(timing.mainExitedAtMs, exitedAtMs);
+    assert.ok(timing.exitEventAtMs >= exitedAtMs && timing.exitEventAtMs <= timing.createdAtMs - timing.apiCreateMs);
+    assert.ok(timing.apiCreateMs >= 0);
+  });
+
   it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {
     const h = harness();
     h.cache.stale = [];
@@ -113,6 +130,7 @@ describe('ExitHandler', () => {
     h.exits.stop();
     assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`]);
     assert.equal(await h.onExit('created'), 0);
+    assert.deepEqual(h.handedOver, [], 'the watch delivers the controller\'s request');
     assert.deepEqual(await h.events(), []);
     assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.metadata.labels?.['written-by'], 'controller');
   });

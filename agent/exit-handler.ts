@@ -13,6 +13,7 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
+import type { CreatedOnExit } from './timeline.ts';
 
 export interface ExitHandlerDeps {
   nodeName: string;
@@ -22,8 +23,10 @@ export interface ExitHandlerDeps {
   cachedPodOfContainer: (containerID: string) => PodProjection | undefined;
   activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
   runtimeFor: (prefix: string) => ContainerRuntime | undefined;
-  /** Resolves false when a request of that name already exists. */
-  createRequest: (request: ContainerRecreateRequest) => Promise<boolean>;
+  /** Resolves to the request as created, or undefined when a request of that name already exists. */
+  createRequest: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
+  /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
+  created: (request: ContainerRecreateRequest, timing: CreatedOnExit) => void;
   events: EventRecorder;
   metrics: AgentMetrics;
   log: Logger;
@@ -40,9 +43,9 @@ export class ExitHandler {
   /**
    * By Pod key: the exit codes the runtime's event stream announced, by container ID, kept while the
    * Pod is cached (kubelet reports them a second later, and the runtime's own listing may lag too),
-   * and when the latest of those events arrived (for the exit → request histogram).
+   * and when the latest of those events arrived and its exit happened (for the timings).
    */
-  private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number }>();
+  private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number; lastExitedAtMs?: number }>();
 
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
@@ -60,8 +63,9 @@ export class ExitHandler {
     const receivedAtMs = Date.now();
     if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
     const known = this.deps.cachedPodOfContainer(`${runtime.idPrefix}://${containerId}`);
+    const exit = { containerId, exitCode, receivedAtMs, exitedAtMs };
     if (known) {
-      this.enqueue(runtime, known.namespace, known.name, containerId, exitCode, receivedAtMs);
+      this.enqueue(runtime, known.namespace, known.name, exit);
       return;
     }
     // Not (yet) in a Pod status: the runtime's labels say whose it is.
@@ -70,7 +74,7 @@ export class ExitHandler {
         const owner = container?.owner;
         // A Pod sandbox, a container kubelet did not create, or one already removed.
         if (!owner || !this.deps.cachedPod(owner.podNamespace, owner.podName)) return;
-        this.enqueue(runtime, owner.podNamespace, owner.podName, containerId, exitCode, receivedAtMs);
+        this.enqueue(runtime, owner.podNamespace, owner.podName, exit);
       },
       (err: unknown) => this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) }),
     );
@@ -81,10 +85,11 @@ export class ExitHandler {
     this.reportedExits.delete(`${namespace}/${name}`);
   }
 
-  private enqueue(runtime: ContainerRuntime, namespace: string, name: string, containerId: string, exitCode: number, receivedAtMs: number): void {
+  private enqueue(runtime: ContainerRuntime, namespace: string, name: string, exit: ReportedExit): void {
     const podKey = `${namespace}/${name}`;
     const codes = this.reportedExits.get(podKey)?.codes ?? new Map<string, number>();
-    this.reportedExits.set(podKey, { codes: codes.set(containerId, exitCode), lastAtMs: receivedAtMs });
+    codes.set(exit.containerId, exit.exitCode);
+    this.reportedExits.set(podKey, { codes, lastAtMs: exit.receivedAtMs, ...(exit.exitedAtMs === undefined ? {} : { lastExitedAtMs: exit.exitedAtMs }) });
     this.queue.add(`${runtime.idPrefix}/${podKey}`);
   }
 
@@ -116,12 +121,27 @@ export class ExitHandler {
       options: this.options,
     });
     if (!decision) return;
+    const createStartMs = Date.now();
     const created = await this.deps.createRequest(decision.request);
+    const createdAtMs = Date.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
-    if (reported) this.deps.metrics.exitToRequest.observe((Date.now() - reported.lastAtMs) / 1000);
+    const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
+    this.deps.created(created, {
+      exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
+      ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
+    });
+    if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - reported.lastAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
     for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);
   }
+}
+
+interface ReportedExit {
+  containerId: string;
+  exitCode: number;
+  receivedAtMs: number;
+  /** The runtime's timestamp of the exit, when it gives one. */
+  exitedAtMs?: number;
 }

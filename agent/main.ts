@@ -76,7 +76,11 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     smallCollection: true,
     project: (r) => r,
     indexBy: podUidIndex,
-    onChange: (_key, r) => r?.spec?.podName && enqueue(podKey(r.metadata.namespace!, r.spec.podName)),
+    onChange: (_key, r) => {
+      if (!r?.spec?.podName) return;
+      reconciler.noticed(r);
+      enqueue(podKey(r.metadata.namespace!, r.spec.podName));
+    },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,
   });
@@ -119,6 +123,10 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: (body) => createIfAbsent(client, requestPath(body.metadata.namespace), body),
+    created: (request, timing) => {
+      reconciler.adopt(request, timing);
+      enqueue(podKey(request.metadata.namespace!, request.spec.podName));
+    },
     events,
     metrics,
     log,

@@ -2,6 +2,9 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { processRegistry } from '../common/metrics.ts';
 
+/** From a millisecond (the floor: an exit event and a runtime call) to the longest grace period. */
+const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
 export function createAgentMetrics(queueDepth: () => number) {
   const registry = processRegistry();
   return {
@@ -51,6 +54,19 @@ export function createAgentMetrics(queueDepth: () => number) {
       name: 'sidecar_terminator_agent_stop_seconds',
       help: 'Time from a request first seen by the agent to its container having exited.',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    stopSteps: new Histogram({
+      name: 'sidecar_terminator_agent_step_seconds',
+      help: 'The steps of a container stop, in order: acting (the request known to the agent, created by it or seen on its watch, to the agent acting on it), prestop_done (acting to the preStop hook done; only with a hook), stop_sent (the step before to CRI StopContainer sent, the SIGTERM), container_exited (StopContainer sent to the container exited).',
+      labelNames: ['step'] as const,
+      buckets: STEP_BUCKETS,
+      registers: [registry],
+    }),
+    exitToStopSent: new Histogram({
+      name: 'sidecar_terminator_agent_exit_to_stop_sent_seconds',
+      help: 'Time from the exit that completed a Pod\'s mains (the runtime\'s own timestamp) to StopContainer sent for its sidecar, for requests the agent created on that exit.',
+      buckets: STEP_BUCKETS,
       registers: [registry],
     }),
     containerStops: new Counter({

@@ -16,6 +16,7 @@ import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from
 import { MAX_STRATEGY_SECONDS, requestPath } from '../api/container-recreate-request.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
+import type { ReconcilerDeps } from './reconciler.ts';
 import { Reconciler } from './reconciler.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 
@@ -46,6 +47,8 @@ function request(states?: ContainerRecreateState[], statusContextID = 'container
 
 interface Harness {
   reconciler: Reconciler;
+  /** What it was built with: a second Reconciler on them is a restarted agent. */
+  reconcilerDeps: ReconcilerDeps;
   /** The fake API server: the request is stored at REQUEST; Pods are there only when a test puts them. */
   api: FakeKubeApi;
   /** Runtime calls and status writes, in order. */
@@ -58,6 +61,8 @@ interface Harness {
   stopTimeouts: number[];
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   cache: { stale?: ContainerRecreateRequest[] };
+  /** The fields of each 'container stopped' log line. */
+  stoppedLogs: Record<string, unknown>[];
   /** Resolves a stop held by `holdStops`. */
   release: () => void;
 }
@@ -131,10 +136,19 @@ function harness(options: HarnessOptions = {}): Harness {
   const metrics = {
     requestsCompleted: counter('completed'), requestsRefused: counter('refused'), stopsResumed: counter('resumed'),
     containerStops: counter('stops'), runtimeErrors: counter('runtimeErrors'), stopSeconds: counter('stopSeconds'),
+    stopSteps: counter('steps'), exitToStopSent: counter('exitToStopSent'),
   } as unknown as AgentMetrics;
   const pod = options.pod === undefined ? agentPod() : options.pod;
   const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, 'node-a');
-  const reconciler = new Reconciler({
+  const stoppedLogs: Record<string, unknown>[] = [];
+  const log = {
+    ...quiet,
+    info: (message: string, fields: Record<string, unknown>) => {
+      if (message === 'container stopped') stoppedLogs.push(fields);
+      return log;
+    },
+  } as unknown as Logger;
+  const reconcilerDeps: ReconcilerDeps = {
     nodeName: 'node-a',
     client,
     cachedPod: () => pod ?? undefined,
@@ -142,16 +156,17 @@ function harness(options: HarnessOptions = {}): Harness {
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
     events: recorder,
     metrics,
-    log: quiet,
+    log,
     requeue: () => {},
-  });
+  };
+  const reconciler = new Reconciler(reconcilerDeps);
   const events = async () => {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map(({ type, reason }) => ({ type, reason }));
   };
   const patches = () => api.calls.filter((c) => c.method === 'patch').map((c) => (c.body as { status: CRRStatus }).status);
   return {
-    reconciler, api, calls, events, counts, stopTimeouts, cache, release: () => release(),
+    reconciler, reconcilerDeps, api, calls, events, counts, stopTimeouts, cache, stoppedLogs, release: () => release(),
     get patches() { return patches(); },
   };
 }
@@ -210,7 +225,8 @@ describe('Reconciler', () => {
     const h = harness({ crr: request([{ name: 'proxy', phase: 'Recreating', isKilled: true }]) });
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
-    assert.deepEqual(h.calls, ['status proxy-1', 'status proxy-1', 'stop proxy-1']);
+    // No hook to run again: the stop is sent at once, on the view just taken.
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1']);
     assert.deepEqual(await h.events(), []);
     assert.equal(h.counts.get('resumed'), 1);
   });
@@ -416,5 +432,88 @@ describe('Reconciler: the API server\'s answers', () => {
     } finally {
       mock.timers.reset();
     }
+  });
+});
+
+/** The Pod without the proxy's preStop hook. */
+const hookless = () => agentPod({ containers: [{ name: 'main' }, { name: 'proxy' }] });
+
+describe('Reconciler: a stop without a hook', () => {
+  it('is sent at once, on the runtime view just taken, beside the isKilled write: one status call, one stop', async () => {
+    const h = harness({ pod: hookless() });
+    await h.reconciler.reconcile(KEY);
+    assert.equal(await h.reconciler.drain(5_000), true);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
+    assert.equal(h.counts.get('stops{"result":"stopped"}'), 1);
+  });
+
+  it('the isKilled write fails after the stop was sent: the retry finds the container exited and records it, no second stop', async () => {
+    let stopped = false;
+    const h = harness({
+      pod: hookless(),
+      status: (id) => (stopped ? { ...running(id), state: 'exited', exitCode: 0 } : running(id)),
+      stop: async () => { stopped = true; },
+    });
+    h.api.inject({ method: 'patch', path: `${REQUEST}/status` }, 500);
+    await assert.rejects(h.reconciler.reconcile(KEY));
+    await h.reconciler.drain(5_000);
+    const retry = new Reconciler(h.reconcilerDeps);
+    await retry.reconcile(KEY);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled', 'status proxy-1', 'patch Completed']);
+    const stored = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    assert.deepEqual(stored.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Succeeded', isKilled: false, exitCode: 0 }]);
+  });
+
+  it('an agent that died after the stop was sent, before isKilled was recorded: the next one stops again (harmless: the same ID), with no hook to repeat', async () => {
+    const h = harness({ pod: hookless() });
+    h.api.inject({ method: 'patch', path: `${REQUEST}/status` }, networkError());
+    await assert.rejects(h.reconciler.reconcile(KEY));
+    await h.reconciler.drain(5_000);
+    // A new process: nothing remembered but what the API has (isKilled not recorded).
+    const next = new Reconciler(h.reconcilerDeps);
+    await next.reconcile(KEY);
+    await next.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled', 'status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
+    assert.ok(!h.calls.some((c) => c.startsWith('exec')));
+  });
+
+  it('a stop under way is not sent again by a reconcile meanwhile', async () => {
+    const h = harness({ pod: hookless(), holdStops: true });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.reconcile(KEY);
+    h.release();
+    await h.reconciler.drain(5_000);
+    assert.equal(h.calls.filter((c) => c.startsWith('stop')).length, 1);
+  });
+
+  it('a request this agent created is carried out before its watch event, once, and logged with its timeline', async () => {
+    const h = harness({ pod: hookless() });
+    const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.cache.stale = [];
+    const now = Date.now();
+    h.reconciler.adopt(created, { mainExitedAtMs: now - 20, exitEventAtMs: now - 18, createdAtMs: now, apiCreateMs: 15 });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
+    // The watch delivers it, then the status written: the cache is the truth again; nothing is repeated.
+    h.cache.stale = undefined;
+    await h.reconciler.reconcile(KEY);
+    assert.equal(h.calls.filter((c) => c.startsWith('stop')).length, 1);
+    const timeline = h.stoppedLogs[0]?.timeline as Record<string, number>;
+    assert.deepEqual(Object.keys(timeline), ['exitEvent', 'requestCreated', 'apiCreate', 'acting', 'runtimeCheck', 'stopSent', 'containerExited', 'exitToStopSent']);
+    assert.equal(timeline.exitEvent, 2);
+    assert.equal(timeline.apiCreate, 15);
+    assert.ok(timeline.exitToStopSent! >= 20);
+    assert.equal(h.counts.get('exitToStopSent'), undefined, 'histograms are observed, not counted');
+  });
+
+  it('an adopted request of another Pod is not acted on for this one', async () => {
+    const h = harness({ pod: hookless() });
+    const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.cache.stale = [];
+    h.reconciler.adopt({ ...created, spec: { ...created.spec, podName: 'other-pod' } }, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 });
+    await h.reconciler.reconcile(KEY);
+    assert.deepEqual(h.calls, []);
   });
 });

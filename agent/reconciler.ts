@@ -19,6 +19,8 @@ import { parseContainerID } from './runtime/container-id.ts';
 import { runPreStop } from './prestop.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
+import type { CreatedOnExit, StopTimeline } from './timeline.ts';
+import { stopTimeline } from './timeline.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
@@ -63,8 +65,14 @@ export class Reconciler {
    * conflict (each conflict one more failed request and a retry's delay).
    */
   private readonly written = new Map<string, { replaced: string | undefined; request: ContainerRecreateRequest }>();
-  /** When each request was first seen, by uid: only for the latency histogram. */
-  private readonly firstSeen = new Map<string, number>();
+  /**
+   * Requests this agent created on seeing a Pod's mains exit, by uid, until its watch delivers them:
+   * acted on at once instead of one watch event later. The API has them, so nothing is lost with
+   * the process.
+   */
+  private readonly adopted = new Map<string, ContainerRecreateRequest>();
+  /** When each request became known to this agent, by uid: only for the step histograms and logs. */
+  private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -73,8 +81,23 @@ export class Reconciler {
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const uid of this.firstSeen.keys()) if (!activeUids.has(uid)) this.firstSeen.delete(uid);
-    for (const uid of this.written.keys()) if (!activeUids.has(uid)) this.written.delete(uid);
+    for (const map of [this.known, this.written, this.adopted]) {
+      for (const uid of map.keys()) if (!activeUids.has(uid)) map.delete(uid);
+    }
+  }
+
+  /** A request's watch event arrived (for the timings only). */
+  noticed(request: ContainerRecreateRequest): void {
+    const uid = request.metadata.uid;
+    if (uid && !this.known.has(uid)) this.known.set(uid, { atMs: this.now() });
+  }
+
+  /** A request this agent has just created (as the create returned it): the caller queues its Pod. */
+  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit): void {
+    const uid = request.metadata.uid;
+    if (!uid) return;
+    this.adopted.set(uid, request);
+    this.known.set(uid, { atMs: createdOnExit.createdAtMs, createdOnExit });
   }
 
   /** Stops under way in this process. */
@@ -118,14 +141,14 @@ export class Reconciler {
   }
 
   private async reconcilePod(key: string): Promise<QueueResult | void> {
+    const actingAtMs = this.now();
     const [namespace, podName] = splitKey(key);
-    const requests = this.deps.cachedRequests(namespace)
-      .filter((r) => r.spec?.podName === podName)
+    const requests = this.requestsOf(namespace, podName)
       .map((r) => this.latest(r))
       .filter((r) => !isCompleted(r))
       .sort(byAge);
     if (requests.length === 0) return;
-    for (const r of requests) if (r.metadata.uid && !this.firstSeen.has(r.metadata.uid)) this.firstSeen.set(r.metadata.uid, this.now());
+    for (const r of requests) if (r.metadata.uid && !this.known.has(r.metadata.uid)) this.known.set(r.metadata.uid, { atMs: actingAtMs });
 
     const pod = await this.loadPod(namespace, podName, requests[0]!);
     if (!pod) {
@@ -139,14 +162,29 @@ export class Reconciler {
       await this.apply(r, pod, plan);
     }
 
+    const checkStartMs = this.now();
     const runtime = await this.runtimeViews(first, pod);
+    const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
     const plan = planRequest({ crr: first, pod, nodeName: this.deps.nodeName, runtime, nowMs: this.now() });
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
     if (this.closing && plan.stops.length > 0) return;
-    // isKilled must be in the API before the hook and the stop, so a restarted agent never repeats them.
+    // A hook must never run twice, so isKilled is in the API before it (and its stop) begins: a
+    // restarted agent resumes without it. A stop alone is addressed by container ID and repeating it
+    // is harmless, so it is sent at once, beside the status write, with the runtime view just taken.
+    for (const stop of plan.stops) {
+      if (!stop.preStop) this.startStop(first, pod, stop, key, timing, runtime.get(stop.name)?.container);
+    }
     const written = await this.apply(first, pod, plan);
-    for (const stop of plan.stops) this.startStop(written, pod, stop, key);
+    for (const stop of plan.stops) if (stop.preStop) this.startStop(written, pod, stop, key, timing);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+  }
+
+  /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */
+  private requestsOf(namespace: string, podName: string): ContainerRecreateRequest[] {
+    const cached = this.deps.cachedRequests(namespace).filter((r) => r.spec?.podName === podName);
+    for (const r of cached) this.adopted.delete(r.metadata.uid!);
+    const adopted = [...this.adopted.values()].filter((r) => r.metadata.namespace === namespace && r.spec.podName === podName);
+    return [...cached, ...adopted];
   }
 
   /** Writes the plan's status; a refusal is reported (metric, log, Warning event) once written. */
@@ -226,14 +264,14 @@ export class Reconciler {
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
       this.deps.metrics.requestsCompleted.inc({ outcome });
       this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });
-      if (crr.metadata.uid) this.firstSeen.delete(crr.metadata.uid);
+      if (crr.metadata.uid) this.known.delete(crr.metadata.uid);
     }
     return updated;
   }
 
-  private startStop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string): void {
+  private startStop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string, timing: StopTiming, checked?: RuntimeContainer): void {
     if (this.stops.has(order.containerID)) return;
-    const done = this.stop(crr, pod, order)
+    const done = this.stop(crr, pod, order, { ...timing }, checked)
       .catch((err: unknown) => {
         this.deps.log.error('stop bookkeeping failed', { container: order.containerID, error: errorMessage(err) });
       })
@@ -244,7 +282,12 @@ export class Reconciler {
     this.stops.set(order.containerID, done);
   }
 
-  private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder): Promise<void> {
+  /**
+   * `checked`: the runtime's view of the container taken by the reconcile that ordered this stop,
+   * with nothing awaited since; otherwise (a hook ran after the status write) the runtime is asked
+   * again right before.
+   */
+  private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, timing: StopTiming, checked?: RuntimeContainer): Promise<void> {
     const ref = podRef(pod);
     const parsed = parseContainerID(order.containerID);
     if (!parsed) return this.markFailed(crr, order.name, `malformed container ID ${order.containerID}; nothing was executed`);
@@ -252,13 +295,16 @@ export class Reconciler {
     const started = this.now();
     if (!runtime) return this.markFailed(crr, order.name, `no ${parsed.runtime} runtime on node ${this.deps.nodeName}`);
 
-    // The plan and the stop are separate steps: whose container this is is asked again right before.
-    let current: RuntimeContainer | undefined;
-    try {
-      current = await runtime.status(parsed.id);
-    } catch (err) {
-      this.deps.metrics.runtimeErrors.inc({ method: 'status' });
-      return this.markFailed(crr, order.name, `${parsed.runtime} status before the stop: ${errorMessage(err)}; nothing was executed`);
+    let current = checked?.id === parsed.id ? checked : undefined;
+    if (!current) {
+      try {
+        current = await runtime.status(parsed.id);
+      } catch (err) {
+        this.deps.metrics.runtimeErrors.inc({ method: 'status' });
+        return this.markFailed(crr, order.name, `${parsed.runtime} status before the stop: ${errorMessage(err)}; nothing was executed`);
+      } finally {
+        timing.runtimeCheckMs += this.now() - started;
+      }
     }
     if (!current || current.id !== parsed.id || current.state === 'exited') {
       // Gone or exited meanwhile: nothing to stop; the next plan records what happened.
@@ -276,24 +322,42 @@ export class Reconciler {
       this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
     }
     const { graceSeconds } = order; // bounded by the planner (graceSecondsOf)
+    let prestopDoneAtMs: number | undefined;
     if (order.preStop && !order.resumed) {
       const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, graceSeconds * 1000);
+      prestopDoneAtMs = this.now();
       if (failure) {
         this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.failedPreStopHook, message: `PreStop hook of container ${order.name} failed: ${failure}` });
       }
     }
     const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (this.now() - started) / 1000));
     try {
+      const stopSentAtMs = this.now();
       await runtime.stop(parsed.id, remaining);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
-      const seen = crr.metadata.uid ? this.firstSeen.get(crr.metadata.uid) : undefined;
-      if (seen !== undefined) this.deps.metrics.stopSeconds.observe((this.now() - seen) / 1000);
-      this.deps.log.info('container stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: this.now() - started });
+      const known = crr.metadata.uid ? this.known.get(crr.metadata.uid) : undefined;
+      const timeline = known && stopTimeline({
+        knownAtMs: known.atMs, createdOnExit: known.createdOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs: this.now(),
+      });
+      if (known) this.deps.metrics.stopSeconds.observe((this.now() - known.atMs) / 1000);
+      if (timeline) this.observeSteps(timeline);
+      this.deps.log.info('container stopped', {
+        pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: this.now() - started, ...(timeline ? { timeline } : {}),
+      });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });
       this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
       await this.markFailed(crr, order.name, `stop: ${errorMessage(err)}`);
     }
+  }
+
+  private observeSteps(t: StopTimeline): void {
+    const { stopSteps, exitToStopSent } = this.deps.metrics;
+    stopSteps.observe({ step: 'acting' }, t.acting / 1000);
+    if (t.prestopDone !== undefined) stopSteps.observe({ step: 'prestop_done' }, t.prestopDone / 1000);
+    stopSteps.observe({ step: 'stop_sent' }, t.stopSent / 1000);
+    stopSteps.observe({ step: 'container_exited' }, t.containerExited / 1000);
+    if (t.exitToStopSent !== undefined) exitToStopSent.observe(t.exitToStopSent / 1000);
   }
 
   /** Records a failed stop in the request, on top of the latest status (retrying on conflict). */
@@ -339,6 +403,12 @@ export class Reconciler {
     }
     return undefined;
   }
+}
+
+/** When the reconcile that ordered a stop began, and its time in runtime status calls so far. */
+interface StopTiming {
+  actingAtMs: number;
+  runtimeCheckMs: number;
 }
 
 function podRef(pod: AgentPod): { namespace: string; name: string; uid: string } {

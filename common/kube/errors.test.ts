@@ -19,10 +19,10 @@ describe('API errors by name', () => {
     await assert.rejects(Promise.reject(apiError(403)).catch(ignoreNotFound), /HTTP 403/);
   });
 
-  it('createIfAbsent: true when created, false when the name is taken, anything else thrown', async () => {
-    const client = (result: () => Promise<unknown>) => ({ create: result });
-    assert.equal(await createIfAbsent(client(() => Promise.resolve({})), '/x', {}), true);
-    assert.equal(await createIfAbsent(client(() => Promise.reject(apiError(409))), '/x', {}), false);
+  it('createIfAbsent: the stored object when created, undefined when the name is taken, anything else thrown', async () => {
+    const client = (result: () => Promise<unknown>) => ({ create: result as <R>() => Promise<R> });
+    assert.deepEqual(await createIfAbsent(client(() => Promise.resolve({ uid: 'u1' })), '/x', {}), { uid: 'u1' });
+    assert.equal(await createIfAbsent(client(() => Promise.reject(apiError(409))), '/x', {}), undefined);
     await assert.rejects(createIfAbsent(client(() => Promise.reject(apiError(422))), '/x', {}), /HTTP 422/);
   });
 });

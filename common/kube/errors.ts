@@ -20,13 +20,16 @@ export function ignoreNotFound(err: unknown): undefined {
   throw err;
 }
 
-/** For `.catch` after a create: a 409 becomes false (the name is taken), anything else is thrown again. */
-function ignoreAlreadyExists(err: unknown): false {
-  if (isConflict(err)) return false;
+/** For `.catch` after a create: a 409 becomes undefined (the name is taken), anything else is thrown again. */
+function ignoreAlreadyExists(err: unknown): undefined {
+  if (isConflict(err)) return undefined;
   throw err;
 }
 
-/** Creates the object: true when created, false when one of that name exists already; other errors are thrown. */
-export function createIfAbsent(client: { create(path: string, body: unknown): Promise<unknown> }, path: string, body: unknown): Promise<boolean> {
-  return client.create(path, body).then(() => true, ignoreAlreadyExists);
+/**
+ * Creates the object: the object as the API server stored it, or undefined when one of that name
+ * exists already; other errors are thrown.
+ */
+export function createIfAbsent<T>(client: { create<R>(path: string, body: unknown): Promise<R> }, path: string, body: T): Promise<T | undefined> {
+  return client.create<T>(path, body).catch(ignoreAlreadyExists);
 }

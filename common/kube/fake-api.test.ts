@@ -32,8 +32,8 @@ describe('FakeKubeApi: create and get', () => {
     const again = await api.create(CRRS, { metadata: { name: 'r1' } }).catch((err: unknown) => err);
     assert.equal(isConflict(again), true);
     assert.match(errorMessage(again), /"r1" already exists/);
-    assert.equal(await createIfAbsent(api, CRRS, { metadata: { name: 'r1' } }), false);
-    assert.equal(await createIfAbsent(api, CRRS, { metadata: { name: 'r2' } }), true);
+    assert.equal(await createIfAbsent(api, CRRS, { metadata: { name: 'r1' } }), undefined);
+    assert.ok((await createIfAbsent(api, CRRS, { metadata: { name: 'r2' } as { name: string; uid?: string } }))?.metadata.uid);
     assert.deepEqual(api.lines(), [`POST ${CRRS} 201`, `POST ${CRRS} 409`, `POST ${CRRS} 409`, `POST ${CRRS} 201`]);
   });
 

@@ -1,0 +1,62 @@
+// Where the time goes between a main container's exit and its sidecar's stop, by the agent's own
+// clock (the main's exit by the runtime's, on the same node). Only for metrics and logs: nothing is
+// decided from it, and it is lost with the process, which is harmless.
+
+/** What the fast path knows of a request it created on seeing the mains exit. */
+export interface CreatedOnExit {
+  /** The runtime's timestamp of the exit that completed the mains; absent when the runtime gives none. */
+  mainExitedAtMs?: number;
+  /** When that exit event reached the agent. */
+  exitEventAtMs: number;
+  /** When the create returned. */
+  createdAtMs: number;
+  /** How long the create call itself took (a part of exitEvent → created). */
+  apiCreateMs: number;
+}
+
+/** The milestones of one container's stop. */
+export interface StopMilestones {
+  /** The request became known to the agent: it created it, or its watch event arrived. */
+  knownAtMs: number;
+  createdOnExit?: CreatedOnExit;
+  /** The reconcile that ordered the stop began. */
+  actingAtMs: number;
+  /** Time spent in runtime status calls before the stop. */
+  runtimeCheckMs: number;
+  /** Absent when no hook ran. */
+  prestopDoneAtMs?: number;
+  stopSentAtMs: number;
+  /** StopContainer returned: the container has exited. */
+  exitedAtMs: number;
+}
+
+/** Each step's duration in ms (0.1 ms), in order; steps that did not happen are absent. */
+export interface StopTimeline {
+  exitEvent?: number;
+  requestCreated?: number;
+  apiCreate?: number;
+  acting: number;
+  runtimeCheck: number;
+  prestopDone?: number;
+  stopSent: number;
+  containerExited: number;
+  /** The main's exit → StopContainer sent (the SIGTERM): the sum of the sequential steps before it. */
+  exitToStopSent?: number;
+}
+
+const ms = (x: number) => Math.round(Math.max(0, x) * 10) / 10;
+
+export function stopTimeline(m: StopMilestones): StopTimeline {
+  const fast = m.createdOnExit;
+  const beforeStop = m.prestopDoneAtMs ?? m.actingAtMs;
+  return {
+    ...(fast?.mainExitedAtMs !== undefined ? { exitEvent: ms(fast.exitEventAtMs - fast.mainExitedAtMs) } : {}),
+    ...(fast ? { requestCreated: ms(fast.createdAtMs - fast.exitEventAtMs), apiCreate: ms(fast.apiCreateMs) } : {}),
+    acting: ms(m.actingAtMs - m.knownAtMs),
+    runtimeCheck: ms(m.runtimeCheckMs),
+    ...(m.prestopDoneAtMs !== undefined ? { prestopDone: ms(m.prestopDoneAtMs - m.actingAtMs) } : {}),
+    stopSent: ms(m.stopSentAtMs - beforeStop),
+    containerExited: ms(m.exitedAtMs - m.stopSentAtMs),
+    ...(fast?.mainExitedAtMs !== undefined ? { exitToStopSent: ms(m.stopSentAtMs - fast.mainExitedAtMs) } : {}),
+  };
+}
