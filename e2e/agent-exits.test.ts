@@ -10,8 +10,11 @@ import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, crash, deployProject, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
 
@@ -144,6 +147,41 @@ describe('the agent, on main containers exiting in the runtime', () => {
     assert.ok(new Date(requests[0]!.metadata.creationTimestamp!).getTime() >= finishedAt(pod, 'main')!.getTime());
   });
 
+  it('the agent dies after sending a stop, before recording it: the next agent stops again (no hook to repeat), and the Job completes', async () => {
+    // A stop without a hook is sent beside the isKilled write. To hold the agent in that gap, an
+    // admission policy refuses every status write in this namespace; the sidecar takes 15 s to exit
+    // on SIGTERM (exit 0: with the controller down, nothing would excuse a sidecar's kill), and
+    // the agent is killed inside them, so the next agent finds it still running.
+    const refuse = await refuseStatusWrites(namespace);
+    try {
+      await jobs.runJob(namespace, 'gap', {
+        restartPolicy: 'Never', grace: 30,
+        containers: [container('main', 'sleep 1'), container('proxy', "trap 'sleep 15; exit 0' TERM; while true; do sleep 1 & wait $!; done", { env: [SIDECAR_MARK] })],
+      });
+      const pod = await waitFor(async () => {
+        const p = await jobs.onlyPod(namespace, 'gap').catch(() => undefined);
+        return p && (await podEvents(p)).some((e) => e.startsWith('Normal Killing: Stopping container proxy')) ? p : undefined;
+      }, { description: 'the agent sent the stop (its Killing event)', timeoutMs: 60_000 });
+      const [unrecorded] = await requestsFor(pod);
+      assert.ok(unrecorded, 'the agent created the request');
+      assert.equal(unrecorded.status?.containerRecreateStates?.[0]?.isKilled ?? false, false, 'isKilled not recorded: the policy refused the write');
+      await crash(await agentPod());
+      refuse.allow();
+      const { type } = await jobs.finishedJob(namespace, 'gap', 90_000);
+      assert.equal(type, 'Complete');
+      const done = await jobs.onlyPod(namespace, 'gap');
+      assert.equal(containerStatus(done, 'proxy')?.state?.terminated?.exitCode, 0);
+      assert.equal(containerStatus(done, 'proxy')?.restartCount, 0);
+      const killing = (await podEvents(done)).filter((e) => e.startsWith('Normal Killing: Stopping container proxy'));
+      assert.equal(killing.length, 2, `the stop sent again by the next agent, once: ${killing.join('; ')}`);
+      const [request] = await requestsFor(done);
+      assert.equal(request?.status?.phase, 'Completed');
+      assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(request?.status));
+    } finally {
+      refuse.remove();
+    }
+  });
+
   describe('admission: an agent creates requests only for its own node', () => {
     const node = () => clusterEnv().nodeName;
     /** A server-side dry-run create, impersonating the agent with `nodeName` in its token's extra info. */
@@ -171,3 +209,50 @@ describe('the agent, on main containers exiting in the runtime', () => {
     }
   });
 });
+
+/**
+ * An admission policy that refuses every request status write in `namespace`; resolves once it is
+ * enforced (a probe request's status write is refused). allow() lifts it; remove() also deletes the policy.
+ */
+async function refuseStatusWrites(namespace: string): Promise<{ allow: () => void; remove: () => void }> {
+  const name = `e2e-refuse-status-${namespace}`;
+  const dir = mkdtempSync(join(tmpdir(), 'refuse-status-'));
+  const file = (base: string, body: unknown) => {
+    const path = join(dir, `${base}.json`);
+    writeFileSync(path, JSON.stringify(body));
+    return path;
+  };
+  const policy = file('policy', {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['sidecar-terminator.dev'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['containerrecreaterequests/status'] }] },
+      validations: [{ expression: 'false', message: 'e2e: request status writes are refused in this namespace' }],
+    },
+  });
+  const binding = file('binding', {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name },
+    spec: { policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } } },
+  });
+  // A request no agent acts on (no node label): only its status write is tried.
+  const probe = file('probe', {
+    apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest', metadata: { name: 'status-probe', namespace },
+    spec: { podName: 'none', containers: [{ name: 'none' }] },
+  });
+  kubectl('apply', '-f', policy, '-f', binding, '-f', probe);
+  await waitFor(() => {
+    try {
+      kubectl('-n', namespace, 'patch', 'containerrecreaterequests', 'status-probe', '--subresource=status', '--type=merge', '-p', '{"status":{"message":"probe"}}');
+      return false;
+    } catch (err) {
+      return /request status writes are refused/.test(String((err as { stderr?: unknown }).stderr));
+    }
+  }, { description: 'the policy refusing status writes is enforced', timeoutMs: 30_000 });
+  return {
+    allow: () => { kubectl('delete', '--ignore-not-found', '-f', binding); },
+    remove: () => {
+      kubectl('delete', '--ignore-not-found', '-f', binding, '-f', policy, '-f', probe);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
