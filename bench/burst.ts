@@ -1,43 +1,79 @@
-// Parts 2 and 3: a burst of 100 Jobs whose mains finish at the same instant on the one node, and
-// the agent's footprint with those 100 Pods on its node, idle for 60 s and during the burst.
+// Parts 2 and 3: bursts of 100 Jobs whose mains finish at the same instant on the one node, ours
+// and the same sidecar as a native sidecar (kubelet alone stops it: what the node itself costs),
+// and the agent's footprint with 100 of our Pods on its node, idle for 60 s and during the burst.
 //
 // The mains block opening a FIFO (a hostPath file shared by all of them); the benchmark opens it
 // for writing and closes it, and every main reads end-of-file and exits 0 at once, so all 100 mains
 // finish within milliseconds of each other (the spread is measured from the runtime's timestamps).
 // The sidecars are the interruptible loop of part 1. No polling in the containers, so the idle
 // window is quiet apart from the sidecars' `sleep 1` loops.
+//
+// Fair to both kinds: they take turns going first (repeat 1 ours then native, repeat 2 native then
+// ours, ...), every run fires the same time after its Pods all ran (the agent's idle window of part 3
+// lies inside that wait on the first run of ours), and every run is read the same time after firing.
 import { closeSync, constants, existsSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { clusterEnv } from '../e2e/support/cluster.ts';
-import type { Context } from './context.ts';
+import type { AgentLogNote, Context } from './context.ts';
 import {
-  SIDECAR_MARK, SIDECAR_SCRIPT, apiserverMetrics, busybox, containerPid, createJob, createNamespace, deleteNamespace, jobBody, listPods,
-  nsToMs, procStats, runtimeContainer, sampleRss, scrape, sleep, statusOf,
+  SIDECAR_MARK, SIDECAR_SCRIPT, apiserverMetrics, busybox, containerPid, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods,
+  logNote, nsToMs, procStats, runtimeContainer, sampleRss, scrape, scrapeOrNothing, sleep, statusOf,
 } from './context.ts';
 import { pool } from './kube.ts';
+import type { Kind } from './latency.ts';
+import { burstOrder } from './order.ts';
 import { AGENT_FLOW } from './setup.ts';
 import type { HistogramBounds, Sample, Summary } from './stats.ts';
 import { MB, histogramBounds, metricSum, summarize } from './stats.ts';
+import type { StepBreakdown, Timeline } from './timeline.ts';
+import { stepHistograms, summarizeSteps } from './timeline.ts';
 
-export interface BurstResult {
-  method: string;
-  jobs: number;
-  podsOnNodeDuringIdle: number;
+export interface BurstRun {
+  kind: Kind;
+  repeat: number;
+  /** 1: this kind went first in its repeat; 2: second. */
+  order: number;
   podsStartSeconds: number;
+  podsOnNode: number;
+  /** All Pods seen running → fired: the same for every run. */
+  settledSeconds: number;
   mainFinishSpreadMs: number;
   mainToSidecarMs: Summary;
   samplesMs: number[];
   missed: number;
   missedDetail: string[];
-  jobsComplete: number;
-  /** Fire → every sidecar finished (runtime time of the last one). */
+  /** Jobs with Complete=True when read, observeSeconds after firing. */
+  jobsCompleteAtWindowEnd: number;
+  /** First main finished → last sidecar finished (runtime timestamps). */
   allSidecarsFinishedMs: number;
-  agentStopSeconds?: { count: number; sum: number };
-  /** Main finished (runtime) → kubelet's report seen in the API → request seen → sidecar finished (runtime). */
-  breakdown: { mainToReportedMs: Summary; reportedToRequestMs: Summary; requestToSidecarFinishedMs: Summary };
+  /** Ours: the agent's per-step timing, its log and its histograms over the run. */
+  steps?: StepBreakdown;
+  agentLog?: AgentLogNote;
+  agentHistograms?: Record<string, HistogramBounds>;
+}
+
+export interface BurstKindSummary {
+  runs: number;
+  /** Over all runs of the kind together. */
+  mainToSidecarMs: Summary;
+  missed: number;
+  jobsCompleteAtWindowEnd: number;
+  jobs: number;
+  steps?: StepBreakdown;
+}
+
+export interface BurstResult {
+  method: string;
+  /** Jobs per run. */
+  jobs: number;
+  repeats: number;
+  settleSeconds: number;
+  observeSeconds: number;
+  runs: BurstRun[];
+  ours: BurstKindSummary;
+  native: BurstKindSummary;
 }
 
 export interface AgentResult {
@@ -57,28 +93,79 @@ export interface AgentResult {
   apiMethod: string;
 }
 
-const FIFO_DIR = () => join(clusterEnv().clusterDir, 'bench-burst');
 const MISSED_AFTER_MS = 30_000;
+/** All Pods running → fire, on every run. */
+const SETTLE_MS = 80_000;
+/** The agent's idle window (first run of ours) ends 2 s before firing: time for its scrapes. */
+const IDLE_MS = 60_000;
+const IDLE_FROM_MS = SETTLE_MS - IDLE_MS - 2_000;
+/** Fire → the Jobs and Pods are read. Room for the missed limit and the footprint's 5 s tail. */
+const OBSERVE_MS = 45_000;
 
-export async function runBurst(ctx: Context, agent: V1Pod, jobs = 100): Promise<{ burst: BurstResult; agent: AgentResult }> {
-  const dir = FIFO_DIR();
+export async function runBursts(ctx: Context, agent: V1Pod, jobs = 100, repeats = 2): Promise<{ burst: BurstResult; agent: AgentResult }> {
+  const runs: BurstRun[] = [];
+  const timelines: (Timeline | undefined)[] = [];
+  let footprint: AgentResult | undefined;
+  for (const plan of burstOrder(Math.max(1, repeats))) {
+    ctx.log(`burst: repeat ${plan.repeat}, ${plan.kind} (${plan.order === 1 ? 'first' : 'second'})`);
+    const measureFootprint = plan.kind === 'ours' && !footprint;
+    const r = await burstRun(ctx, agent, plan, jobs, measureFootprint);
+    runs.push(r.run);
+    timelines.push(...r.timelines);
+    footprint ??= r.footprint;
+  }
+  const kindSummary = (kind: Kind): BurstKindSummary => {
+    const of = runs.filter((r) => r.kind === kind);
+    return {
+      runs: of.length,
+      mainToSidecarMs: summarize(of.flatMap((r) => r.samplesMs)),
+      missed: of.reduce((n, r) => n + r.missed, 0),
+      jobsCompleteAtWindowEnd: of.reduce((n, r) => n + r.jobsCompleteAtWindowEnd, 0),
+      jobs: of.length * jobs,
+      ...(kind === 'ours' ? { steps: summarizeSteps(timelines) } : {}),
+    };
+  };
+  return {
+    burst: {
+      method: `${jobs} Jobs on the node, main \`cat /go/go\` blocking on a FIFO in a shared hostPath directory, sidecar as in part 1 (ours: marked; native: ` +
+        `an init container with restartPolicy Always). ${repeats} repeats, ours and native alternately first. When all ${jobs} Pods of a run ran, ` +
+        `${SETTLE_MS / 1000} s of settling on every run (the 60 s idle window of part 3 inside it on the first run of ours), then the benchmark opened the ` +
+        'FIFO for writing and closed it: every main read EOF and exited 0. main→sidecar: containerd\'s finishedAt of both (CRI). Missed: a sidecar not ' +
+        `finished ${MISSED_AFTER_MS / 1000} s after its main. Jobs Complete: read ${OBSERVE_MS / 1000} s after firing. Ours' steps: the agent's ` +
+        '"container stopped" log timelines; agentHistograms: its /metrics histograms over the run (bucket bounds), a cross-check.',
+      jobs,
+      repeats,
+      settleSeconds: SETTLE_MS / 1000,
+      observeSeconds: OBSERVE_MS / 1000,
+      runs,
+      ours: kindSummary('ours'),
+      native: kindSummary('native'),
+    },
+    agent: footprint!,
+  };
+}
+
+const sleepUntil = (atMs: number) => sleep(Math.max(0, atMs - Date.now()));
+
+async function burstRun(
+  ctx: Context, agent: V1Pod, plan: { kind: Kind; repeat: number; order: number }, jobs: number, measureFootprint: boolean,
+): Promise<{ run: BurstRun; timelines: (Timeline | undefined)[]; footprint?: AgentResult }> {
+  const { kind } = plan;
+  const dir = join(clusterEnv().clusterDir, `bench-burst-${kind}`);
   mkdirSync(dir, { recursive: true });
   const fifo = join(dir, 'go');
   if (existsSync(fifo)) rmSync(fifo);
   execFileSync('mkfifo', ['-m', '0644', fifo]);
-
-  const namespace = await createNamespace(ctx, 'bench-burst');
-  const names = Array.from({ length: jobs }, (_, i) => `burst-${String(i).padStart(3, '0')}`);
+  const namespace = await createNamespace(ctx, `bench-burst-${kind}`);
+  const names = Array.from({ length: jobs }, (_, i) => `${kind}-burst-${String(i).padStart(3, '0')}`);
+  const main = busybox('main', 'cat /go/go >/dev/null', { volumeMounts: [{ name: 'go', mountPath: '/go', readOnly: true }] });
+  const volumes = [{ name: 'go', hostPath: { path: dir, type: 'Directory' } }];
   try {
     const t0 = Date.now();
     await pool(names, 10, async (name) => {
-      await createJob(ctx, namespace, jobBody(name, {
-        containers: [
-          busybox('main', 'cat /go/go >/dev/null', { volumeMounts: [{ name: 'go', mountPath: '/go', readOnly: true }] }),
-          busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] }),
-        ],
-        volumes: [{ name: 'go', hostPath: { path: dir, type: 'Directory' } }],
-      }));
+      await createJob(ctx, namespace, jobBody(name, kind === 'ours'
+        ? { containers: [main, busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })], volumes }
+        : { initContainers: [busybox('proxy', SIDECAR_SCRIPT, { restartPolicy: 'Always' })], containers: [main], volumes }));
     });
     let pods: V1Pod[] = [];
     const running = (p: V1Pod) => ['main', 'proxy'].every((c) => statusOf(p, c)?.state?.running);
@@ -86,162 +173,152 @@ export async function runBurst(ctx: Context, agent: V1Pod, jobs = 100): Promise<
       pods = await listPods(ctx, namespace);
       const n = pods.filter(running).length;
       if (n === jobs) break;
-      if (i % 10 === 0) ctx.log(`burst: ${n}/${jobs} Pods running`);
-      if (Date.now() - t0 > 420_000) throw new Error(`only ${n}/${jobs} burst Pods running after 420 s`);
+      if (i % 10 === 0) ctx.log(`burst (${kind}): ${n}/${jobs} Pods running`);
+      if (Date.now() - t0 > 420_000) throw new Error(`only ${n}/${jobs} ${kind} burst Pods running after 420 s`);
       await sleep(2000);
     }
-    const podsStartSeconds = (Date.now() - t0) / 1000;
-    ctx.log(`burst: all ${jobs} Pods running after ${podsStartSeconds.toFixed(0)} s; letting the node settle for 15 s`);
-    await sleep(15_000);
-
-    // ---- idle window: 60 s with >= 100 Pods on the node and nothing to do.
-    const agentIP = agent.status!.podIP!;
-    const agentPid = containerPid(agent.status!.containerStatuses![0]!.containerID!);
+    const allRunningMs = Date.now();
+    const podsStartSeconds = (allRunningMs - t0) / 1000;
+    ctx.log(`burst (${kind}): all ${jobs} Pods running after ${podsStartSeconds.toFixed(0)} s; firing after ${SETTLE_MS / 1000} s`);
     const onNode = (await ctx.kube.get<{ items: V1Pod[] }>(`/api/v1/pods?fieldSelector=spec.nodeName=${ctx.nodeName},status.phase=Running`)).items.length;
-    const idleStartMs = Date.now();
-    const a0 = await scrape(agentIP, 9440);
-    const p0 = procStats(agentPid);
-    const s0 = await apiserverMetrics(ctx);
-    ctx.log(`agent idle window: 60 s, ${onNode} Running Pods on node ${ctx.nodeName}`);
-    await sleep(60_000);
-    const a1 = await scrape(agentIP, 9440);
-    const p1 = procStats(agentPid);
-    const idleEndMs = Date.now();
-    const s1 = await apiserverMetrics(ctx);
+    const readAgentLog = kind === 'ours' ? await followAgentLog(ctx, agent) : undefined;
 
-    // ---- burst: every main exits now. Watches time kubelet's reports and the requests' arrival.
-    const mainReported = new Map<string, number>();
-    const requestSeen = new Map<string, number>();
-    const podWatch = await ctx.kube.watch<V1Pod>(`/api/v1/namespaces/${namespace}/pods?watch=1`, (e, at) => {
-      const name = e.object.metadata?.name;
-      if (name && !mainReported.has(name) && statusOf(e.object, 'main')?.state?.terminated) mainReported.set(name, at);
-    });
-    const requestWatch = await ctx.kube.watch<ContainerRecreateRequest>(`/apis/sidecar-terminator.dev/v1alpha1/namespaces/${namespace}/containerrecreaterequests?watch=1`, (e, at) => {
-      const pod = e.object.spec?.podName;
-      if (e.type === 'ADDED' && pod && !requestSeen.has(pod)) requestSeen.set(pod, at);
-    });
-    const rss = sampleRss(agentPid, 200);
+    // ---- settling; on the first run of ours, the idle window: 60 s with >= 100 Pods on the node and nothing to do.
+    await sleepUntil(allRunningMs + IDLE_FROM_MS);
+    const idle = measureFootprint ? await idleWindow(ctx, agent, onNode) : undefined;
+    const metricsBefore = kind === 'ours' ? idle?.end.agent ?? await scrapeOrNothing(agent) : [];
+    await sleepUntil(allRunningMs + SETTLE_MS);
+
+    // ---- burst: every main exits now.
+    const rss = idle ? sampleRss(idle.pid, 200) : undefined;
     const fireMs = Date.now();
-    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-    closeSync(fd);
-    ctx.log('burst: fired');
+    closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    ctx.log(`burst (${kind}): fired`);
     const sidecarDone = (p: V1Pod) => Boolean(statusOf(p, 'proxy')?.state?.terminated);
     for (;;) {
       await sleep(500);
       pods = await listPods(ctx, namespace);
       if (pods.filter(sidecarDone).length === jobs || Date.now() - fireMs > MISSED_AFTER_MS + 5_000) break;
     }
-    // The agent's last status writes and events follow the stops: include them in the window.
-    await sleep(5_000);
-    const burstEndMs = Date.now();
-    const a2 = await scrape(agentIP, 9440);
-    const p2 = procStats(agentPid);
-    const s2 = await apiserverMetrics(ctx);
-    const rssSamples = rss.stop();
-    podWatch.stop();
-    requestWatch.stop();
+    // The agent's last status writes and events follow the stops: include them in the footprint's window.
+    let burstEnd: Snapshot | undefined;
+    if (idle) {
+      await sleep(5_000);
+      burstEnd = await snapshot(ctx, agent, idle.pid);
+    }
+    const rssSamples = rss?.stop() ?? [];
+
+    // ---- the end of the observation window, the same time after firing for every run.
+    await sleepUntil(fireMs + OBSERVE_MS);
+    const jobList = (await ctx.kube.get<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>(`/apis/batch/v1/namespaces/${namespace}/jobs`)).items;
+    const jobsCompleteAtWindowEnd = jobList.filter((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')).length;
     pods = await listPods(ctx, namespace);
+    const agentLog = await readAgentLog?.();
+    const metricsAfter = kind === 'ours' ? await scrapeOrNothing(agent) : [];
 
     // ---- per Pod: runtime timestamps.
     const latencies: number[] = [];
     const mainEnds: number[] = [];
     const sidecarEnds: number[] = [];
     const missedDetail: string[] = [];
-    const steps = { mainToReported: [] as number[], reportedToRequest: [] as number[], requestToSidecar: [] as number[] };
+    const timelines: (Timeline | undefined)[] = [];
     for (const pod of pods) {
       const name = pod.metadata!.name!;
-      const main = await runtimeContainer(ctx, pod, 'main');
+      const mainStatus = await runtimeContainer(ctx, pod, 'main');
       const proxy = await runtimeContainer(ctx, pod, 'proxy');
-      if (!main?.finishedAtNs) { missedDetail.push(`${name}: main did not finish`); continue; }
-      const mainMs = nsToMs(main.finishedAtNs);
+      if (!mainStatus?.finishedAtNs) { missedDetail.push(`${name}: main did not finish`); continue; }
+      const mainMs = nsToMs(mainStatus.finishedAtNs);
       mainEnds.push(mainMs);
       if (!proxy?.finishedAtNs || nsToMs(proxy.finishedAtNs) - mainMs > MISSED_AFTER_MS) {
         missedDetail.push(`${name}: sidecar ${proxy?.finishedAtNs ? `finished ${Math.round(nsToMs(proxy.finishedAtNs) - mainMs)} ms after its main` : 'still running'}`);
         continue;
       }
       sidecarEnds.push(nsToMs(proxy.finishedAtNs));
-      const reported = mainReported.get(name);
-      const request = requestSeen.get(name);
-      if (reported !== undefined && request !== undefined) {
-        steps.mainToReported.push(reported - mainMs);
-        steps.reportedToRequest.push(request - reported);
-        steps.requestToSidecar.push(nsToMs(proxy.finishedAtNs) - request);
-      }
-      latencies.push(Math.round((nsToMs(proxy.finishedAtNs) - mainMs) * 10) / 10);
+      latencies.push(round(nsToMs(proxy.finishedAtNs) - mainMs));
+      if (agentLog) timelines.push(agentLog.timelines.get(`${namespace}/${name}`));
     }
-    const jobList = (await ctx.kube.get<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>(`/apis/batch/v1/namespaces/${namespace}/jobs`)).items;
-    const jobsComplete = jobList.filter((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')).length;
-
-    const cpu = (a: Sample[]) => metricSum(a, 'process_cpu_seconds_total');
-    const flow = (s: Sample[]) => metricSum(s, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: AGENT_FLOW });
-    const idleSeconds = (idleEndMs - idleStartMs) / 1000;
-    const burstSeconds = (burstEndMs - idleEndMs) / 1000;
-    const burstRequests = flow(s2) - flow(s1);
-    const stopCount = metricSum(a2, 'sidecar_terminator_agent_stop_seconds_count') - metricSum(a1, 'sidecar_terminator_agent_stop_seconds_count');
-    const stopSum = metricSum(a2, 'sidecar_terminator_agent_stop_seconds_sum') - metricSum(a1, 'sidecar_terminator_agent_stop_seconds_sum');
-    const minMain = Math.min(...mainEnds);
-
-    return {
-      burst: {
-        method: `${jobs} Jobs on the node, main \`cat /go/go\` blocking on a FIFO in a shared hostPath directory, sidecar as in part 1. When all ${jobs} ` +
-          'Pods ran (and after the 60 s idle window of part 3), the benchmark opened the FIFO for writing and closed it: every main read EOF and ' +
-          `exited 0. main→sidecar: containerd's finishedAt of both (CRI). Missed: a sidecar not finished ${MISSED_AFTER_MS / 1000} s after its main.`,
-        jobs,
-        podsOnNodeDuringIdle: onNode,
-        podsStartSeconds: Math.round(podsStartSeconds),
-        mainFinishSpreadMs: Math.round(Math.max(...mainEnds) - minMain),
-        mainToSidecarMs: summarize(latencies),
-        samplesMs: latencies,
-        missed: missedDetail.length,
-        missedDetail,
-        jobsComplete,
-        allSidecarsFinishedMs: Math.round(Math.max(...sidecarEnds) - minMain),
-        breakdown: {
-          mainToReportedMs: summarize(steps.mainToReported),
-          reportedToRequestMs: summarize(steps.reportedToRequest),
-          requestToSidecarFinishedMs: summarize(steps.requestToSidecar),
-        },
-        agentStopSeconds: { count: stopCount, sum: Math.round(stopSum * 1000) / 1000 },
-      },
-      agent: {
-        method: 'RSS: process_resident_memory_bytes from the agent\'s /metrics (podIP:9440) at the end of the idle window; peak during the burst ' +
-          'from /proc/<pid>/status VmRSS of the agent\'s process sampled every 200 ms on the host (no extra scrapes). CPU: process_cpu_seconds_total ' +
-          'deltas between scrapes at the start and end of each window (the end scrape is the only other work in the window); cross-checked with ' +
-          'utime+stime from /proc/<pid>/stat.',
-        pod: agent.metadata!.name!,
-        podsOnNode: onNode,
-        rssIdleMB: round(metricSum(a1, 'process_resident_memory_bytes') / MB),
-        rssPeakBurstMB: round(Math.max(...rssSamples.map((s) => s.rssBytes)) / MB),
-        heapUsedIdleMB: round(metricSum(a1, 'nodejs_heap_size_used_bytes') / MB),
-        /** VmRSS at the end of the idle window split: anonymous memory vs file pages (the node binary's code). */
-        rssIdleAnonMB: round(p1.rssAnonBytes / MB),
-        rssIdleFileMB: round(p1.rssFileBytes / MB),
-        exitEventDelay: histogramBounds(a1, a2, 'sidecar_terminator_agent_exit_event_delay_seconds'),
-        exitToRequest: histogramBounds(a1, a2, 'sidecar_terminator_agent_exit_to_request_seconds'),
-        idle: {
-          windowSeconds: round(idleSeconds),
-          cpuSeconds: round3(cpu(a1) - cpu(a0)),
-          millicores: round3(((cpu(a1) - cpu(a0)) / idleSeconds) * 1000),
-          procCpuSeconds: round3(p1.cpuSeconds - p0.cpuSeconds),
-          apiRequests: flow(s1) - flow(s0),
-        },
-        burst: {
-          windowSeconds: round(burstSeconds),
-          cpuSeconds: round3(cpu(a2) - cpu(a1)),
-          millicores: round3(((cpu(a2) - cpu(a1)) / burstSeconds) * 1000),
-          procCpuSeconds: round3(p2.cpuSeconds - p1.cpuSeconds),
-          apiRequests: burstRequests,
-          apiRequestsPerJob: round(burstRequests / jobs),
-        },
-        apiMethod: `kube-apiserver's API Priority and Fairness: a FlowSchema (${AGENT_FLOW}) matching only the agent's ServiceAccount, on the ` +
-          'priority level it gets anyway (workload-low); apiserver_flowcontrol_dispatched_requests_total{flow_schema} deltas over each window ' +
-          '(read from kube-apiserver /metrics). Counts every request the agent sent, watches when they are opened.',
-      },
+    const firstMain = Math.min(...mainEnds);
+    const run: BurstRun = {
+      ...plan,
+      podsStartSeconds: Math.round(podsStartSeconds),
+      podsOnNode: onNode,
+      settledSeconds: round((fireMs - allRunningMs) / 1000),
+      mainFinishSpreadMs: Math.round(Math.max(...mainEnds) - firstMain),
+      mainToSidecarMs: summarize(latencies),
+      samplesMs: latencies,
+      missed: missedDetail.length,
+      missedDetail,
+      jobsCompleteAtWindowEnd,
+      allSidecarsFinishedMs: Math.round(Math.max(...sidecarEnds) - firstMain),
+      ...(agentLog ? { steps: summarizeSteps(timelines), agentLog: logNote(agentLog), agentHistograms: stepHistograms(metricsBefore, metricsAfter) } : {}),
     };
+    ctx.log(`burst (${kind}): p50 ${run.mainToSidecarMs.p50} ms, p99 ${run.mainToSidecarMs.p99} ms, missed ${run.missed}, ${jobsCompleteAtWindowEnd}/${jobs} Jobs Complete after ${OBSERVE_MS / 1000} s`);
+    return { run, timelines, ...(idle && burstEnd ? { footprint: footprintResult(agent, onNode, jobs, idle, burstEnd, rssSamples) } : {}) };
   } finally {
     await deleteNamespace(ctx, namespace);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+interface Snapshot { atMs: number; agent: Sample[]; proc: ReturnType<typeof procStats>; apiserver: Sample[] }
+
+async function snapshot(ctx: Context, agent: V1Pod, pid: number): Promise<Snapshot> {
+  const atMs = Date.now();
+  const agentMetrics = await scrape(agent.status!.podIP!, 9440);
+  const proc = procStats(pid);
+  return { atMs, agent: agentMetrics, proc, apiserver: await apiserverMetrics(ctx) };
+}
+
+async function idleWindow(ctx: Context, agent: V1Pod, onNode: number): Promise<{ pid: number; start: Snapshot; end: Snapshot }> {
+  const pid = containerPid(agent.status!.containerStatuses![0]!.containerID!);
+  ctx.log(`agent idle window: ${IDLE_MS / 1000} s, ${onNode} Running Pods on node ${ctx.nodeName}`);
+  const start = await snapshot(ctx, agent, pid);
+  await sleep(IDLE_MS);
+  return { pid, start, end: await snapshot(ctx, agent, pid) };
+}
+
+function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { start: Snapshot; end: Snapshot }, burstEnd: Snapshot, rssSamples: { rssBytes: number }[]): AgentResult {
+  const { start: a, end: b } = idle;
+  const c = burstEnd;
+  const cpu = (s: Sample[]) => metricSum(s, 'process_cpu_seconds_total');
+  const flow = (s: Sample[]) => metricSum(s, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: AGENT_FLOW });
+  const idleSeconds = (b.atMs - a.atMs) / 1000;
+  const burstSeconds = (c.atMs - b.atMs) / 1000;
+  const burstRequests = flow(c.apiserver) - flow(b.apiserver);
+  return {
+    method: 'RSS: process_resident_memory_bytes from the agent\'s /metrics (podIP:9440) at the end of the idle window; peak during the burst ' +
+      'from /proc/<pid>/status VmRSS of the agent\'s process sampled every 200 ms on the host (no extra scrapes). CPU: process_cpu_seconds_total ' +
+      'deltas between scrapes at the start and end of each window (the end scrape is the only other work in the window); cross-checked with ' +
+      'utime+stime from /proc/<pid>/stat. Measured on the first burst run of ours.',
+    pod: agent.metadata!.name!,
+    podsOnNode: onNode,
+    rssIdleMB: round(metricSum(b.agent, 'process_resident_memory_bytes') / MB),
+    rssPeakBurstMB: round(Math.max(...rssSamples.map((s) => s.rssBytes)) / MB),
+    heapUsedIdleMB: round(metricSum(b.agent, 'nodejs_heap_size_used_bytes') / MB),
+    /** VmRSS at the end of the idle window split: anonymous memory vs file pages (the node binary's code). */
+    rssIdleAnonMB: round(b.proc.rssAnonBytes / MB),
+    rssIdleFileMB: round(b.proc.rssFileBytes / MB),
+    exitEventDelay: histogramBounds(b.agent, c.agent, 'sidecar_terminator_agent_exit_event_delay_seconds'),
+    exitToRequest: histogramBounds(b.agent, c.agent, 'sidecar_terminator_agent_exit_to_request_seconds'),
+    idle: {
+      windowSeconds: round(idleSeconds),
+      cpuSeconds: round3(cpu(b.agent) - cpu(a.agent)),
+      millicores: round3(((cpu(b.agent) - cpu(a.agent)) / idleSeconds) * 1000),
+      procCpuSeconds: round3(b.proc.cpuSeconds - a.proc.cpuSeconds),
+      apiRequests: flow(b.apiserver) - flow(a.apiserver),
+    },
+    burst: {
+      windowSeconds: round(burstSeconds),
+      cpuSeconds: round3(cpu(c.agent) - cpu(b.agent)),
+      millicores: round3(((cpu(c.agent) - cpu(b.agent)) / burstSeconds) * 1000),
+      procCpuSeconds: round3(c.proc.cpuSeconds - b.proc.cpuSeconds),
+      apiRequests: burstRequests,
+      apiRequestsPerJob: round(burstRequests / jobs),
+    },
+    apiMethod: `kube-apiserver's API Priority and Fairness: a FlowSchema (${AGENT_FLOW}) matching only the agent's ServiceAccount, on the ` +
+      'priority level it gets anyway (workload-low); apiserver_flowcontrol_dispatched_requests_total{flow_schema} deltas over each window ' +
+      '(read from kube-apiserver /metrics). Counts every request the agent sent, watches when they are opened.',
+  };
 }
 
 const round = (x: number) => Math.round(x * 10) / 10;

@@ -1,5 +1,5 @@
-// The latency distributions as empirical CDFs in one SVG, turned into a PNG with rsvg-convert
-// (librsvg2-bin, installed by scripts/setup.sh).
+// The latency distributions as empirical CDFs, and the per-step breakdowns as bars, in one SVG,
+// turned into a PNG with rsvg-convert (librsvg2-bin, installed by scripts/setup.sh).
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { percentile } from './stats.ts';
@@ -12,19 +12,38 @@ export interface Series {
   n?: number;
 }
 
-export interface Panel {
+export interface Target {
+  at: number;
+  label: string;
+}
+
+/** Empirical CDFs of the series, with vertical target lines. */
+export interface CdfPanel {
   title: string;
   xLabel: string;
   series: Series[];
   logX?: boolean;
-  /** A vertical target line. */
-  target?: { at: number; label: string };
+  targets?: Target[];
 }
 
+/** Horizontal bars of p50 (solid) and p99 (light), one group per row, one bar per series. */
+export interface BarPanel {
+  title: string;
+  xLabel: string;
+  legend: { label: string; color: string }[];
+  /** `part`: a part of the row above (drawn in grey). */
+  rows: { label: string; part?: boolean; bars: { color: string; p50: number; p99: number }[]; targets?: Target[] }[];
+  logX?: boolean;
+  /** Shown instead of the bars when no row has a figure. */
+  empty: string;
+}
+
+export type Panel = CdfPanel | BarPanel;
+
 const W = 1400;
-const H = 1000;
 const PANEL_W = 640;
-const PANEL_H = 380;
+const PANEL_H = 420;
+const ROW_H = 450;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
@@ -51,7 +70,7 @@ function logTicks(lo: number, hi: number): number[] {
 
 const fmt = (v: number) => (v >= 1000 ? `${v / 1000}k`.replace('.0k', 'k') : `${v}`);
 
-function panel(x0: number, y0: number, p: Panel): string {
+function cdfPanel(x0: number, y0: number, p: CdfPanel): string {
   const left = 70;
   const bottom = 50;
   const plotW = PANEL_W - left - 20;
@@ -65,8 +84,9 @@ function panel(x0: number, y0: number, p: Panel): string {
     parts.push(`<text x="${px + 20}" y="${py + 40}" font-size="14">no data</text>`);
     return parts.join('\n');
   }
-  let lo = Math.min(...all, p.target?.at ?? Infinity);
-  let hi = Math.max(...all, p.target?.at ?? -Infinity);
+  const targetsAt = (p.targets ?? []).map((t) => t.at);
+  let lo = Math.min(...all, ...targetsAt);
+  let hi = Math.max(...all, ...targetsAt);
   if (p.logX) {
     lo = Math.max(0.1, lo * 0.8);
     hi = hi * 1.2;
@@ -91,14 +111,15 @@ function panel(x0: number, y0: number, p: Panel): string {
     parts.push(`<text x="${px - 6}" y="${y + 4}" font-size="12" text-anchor="end">${q === 0.99 ? 'p99' : q === 0.9 ? 'p90' : q === 0.5 ? 'p50' : q.toFixed(2)}</text>`);
   }
   parts.push(`<text x="${px + plotW / 2}" y="${py + plotH + 40}" font-size="13" text-anchor="middle">${esc(p.xLabel)}</text>`);
-  if (p.target) {
-    const x = sx(p.target.at);
+  (p.targets ?? []).forEach((t, i) => {
+    const x = sx(t.at);
     parts.push(`<line x1="${x}" y1="${py}" x2="${x}" y2="${py + plotH}" stroke="#c00" stroke-dasharray="6,4"/>`);
-    parts.push(`<text x="${x + 4}" y="${py + 14}" font-size="12" fill="#c00">${esc(p.target.label)}</text>`);
-  }
-  p.series.forEach((s, si) => {
+    parts.push(`<text x="${x + 4}" y="${py + 14 + i * 15}" font-size="12" fill="#c00">${esc(t.label)}</text>`);
+  });
+  const legend: string[] = [];
+  for (const s of p.series) {
     const v = s.values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-    if (v.length === 0) return;
+    if (v.length === 0) continue;
     // The ECDF as a step path; large samples are drawn from 500 quantiles.
     const pts: [number, number][] = [];
     if (v.length <= 1000) {
@@ -109,22 +130,87 @@ function panel(x0: number, y0: number, p: Panel): string {
     }
     const d = pts.map(([x, q], i) => `${i ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(q).toFixed(1)}`).join(' ');
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"/>`);
-    const ly = py + plotH - 16 - si * 20;
+    const ly = py + plotH - 16 - (legend.length / 2) * 20;
     const label = `${s.label}: n=${s.n ?? v.length}, p50 ${percentile(v, 50).toFixed(0)}, p99 ${percentile(v, 99).toFixed(0)}`;
-    parts.push(`<rect x="${px + plotW - 410}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
-    parts.push(`<text x="${px + plotW - 390}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
+    legend.push(`<rect x="${px + plotW - 410}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
+    legend.push(`<text x="${px + plotW - 390}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
+  }
+  // Over the curves, on a light backing that keeps it readable.
+  if (legend.length > 0) parts.push(`<rect x="${px + plotW - 414}" y="${py + plotH - 12 - (legend.length / 2) * 20}" width="410" height="${(legend.length / 2) * 20}" fill="white" opacity="0.85"/>`, ...legend);
+  return parts.join('\n');
+}
+
+function barPanel(x0: number, y0: number, p: BarPanel): string {
+  const left = 200;
+  const bottom = 50;
+  const plotW = PANEL_W - left - 20;
+  const plotH = PANEL_H - bottom - 70;
+  const px = x0 + left;
+  const py = y0 + 70;
+  const parts: string[] = [`<text x="${x0 + 10}" y="${y0 + 22}" font-size="17" font-weight="bold">${esc(p.title)}</text>`];
+  const finite = (v: number) => typeof v === 'number' && Number.isFinite(v);
+  const rows = p.rows.filter((r) => r.bars.some((b) => finite(b.p50) || finite(b.p99)));
+  if (rows.length === 0) {
+    parts.push(`<text x="${x0 + 30}" y="${py + 40}" font-size="14">${esc(p.empty)}</text>`);
+    return parts.join('\n');
+  }
+  p.legend.forEach((l, i) => {
+    parts.push(`<rect x="${x0 + 10 + i * 190}" y="${y0 + 32}" width="14" height="10" fill="${l.color}"/>`);
+    parts.push(`<text x="${x0 + 28 + i * 190}" y="${y0 + 42}" font-size="12">${esc(l.label)}</text>`);
+  });
+  const targetLabels = rows.flatMap((r) => (r.targets ?? []).map((t) => t.label));
+  const key = `solid p50, light p99${targetLabels.length > 0 ? `; red: target ${targetLabels.join(', ')}` : ''}`;
+  parts.push(`<text x="${x0 + 10}" y="${y0 + 60}" font-size="12" fill="#444">${esc(key)}</text>`);
+  const values = rows.flatMap((r) => [...r.bars.flatMap((b) => [b.p50, b.p99]), ...(r.targets ?? []).map((t) => t.at)]).filter(finite);
+  // Room on the right for the figures written after the longest bar.
+  const lo = p.logX ? Math.max(0.1, Math.min(...values.filter((v) => v > 0), 1) * 0.5) : 0;
+  const hi = (p.logX ? 4 : 1.3) * Math.max(...values, 1);
+  const sx = (v: number) => p.logX
+    ? px + ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * plotW
+    : px + ((v - lo) / (hi - lo)) * plotW;
+  parts.push(`<rect x="${px}" y="${py}" width="${plotW}" height="${plotH}" fill="#fafafa" stroke="#999"/>`);
+  for (const t of p.logX ? logTicks(lo, hi) : niceTicks(lo, hi)) {
+    const x = sx(t);
+    parts.push(`<line x1="${x}" y1="${py}" x2="${x}" y2="${py + plotH}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${x}" y="${py + plotH + 18}" font-size="12" text-anchor="middle">${fmt(t)}</text>`);
+  }
+  parts.push(`<text x="${px + plotW / 2}" y="${py + plotH + 40}" font-size="13" text-anchor="middle">${esc(p.xLabel)}</text>`);
+  const groupH = plotH / rows.length;
+  rows.forEach((row, ri) => {
+    const gy = py + ri * groupH;
+    parts.push(`<text x="${px - 6}" y="${gy + groupH / 2 + 4}" font-size="12" text-anchor="end"${row.part ? ' fill="#666" font-style="italic"' : ''}>${esc(row.label)}</text>`);
+    const barH = Math.min(14, (groupH * 0.8) / row.bars.length);
+    const top = gy + (groupH - barH * row.bars.length) / 2;
+    row.bars.forEach((b, bi) => {
+      const y = top + bi * barH;
+      if (finite(b.p99)) parts.push(`<rect x="${px}" y="${y.toFixed(1)}" width="${(sx(b.p99) - px).toFixed(1)}" height="${(barH - 1).toFixed(1)}" fill="${b.color}" opacity="0.35"/>`);
+      if (finite(b.p50)) parts.push(`<rect x="${px}" y="${y.toFixed(1)}" width="${(sx(b.p50) - px).toFixed(1)}" height="${(barH - 1).toFixed(1)}" fill="${b.color}"/>`);
+      const end = Math.max(finite(b.p99) ? sx(b.p99) : px, finite(b.p50) ? sx(b.p50) : px);
+      const figure = `${finite(b.p50) ? b.p50 : '-'} / ${finite(b.p99) ? b.p99 : '-'}`;
+      parts.push(`<text x="${(end + 4).toFixed(1)}" y="${(y + barH - 3).toFixed(1)}" font-size="10">${figure}</text>`);
+    });
+    for (const t of row.targets ?? []) {
+      const x = sx(t.at);
+      parts.push(`<line x1="${x}" y1="${gy + 2}" x2="${x}" y2="${gy + groupH - 2}" stroke="#c00" stroke-width="1.5" stroke-dasharray="4,3"/>`);
+    }
   });
   return parts.join('\n');
 }
 
+/** The panels two to a row. */
 export function renderChart(title: string, panels: Panel[], subtitle: string): string {
-  const pos = [[30, 70], [730, 70], [30, 520], [730, 520]] as const;
+  const height = 90 + Math.ceil(panels.length / 2) * ROW_H;
+  const drawn = panels.map((p, i) => {
+    const x = i % 2 === 0 ? 30 : 730;
+    const y = 70 + Math.floor(i / 2) * ROW_H;
+    return 'rows' in p ? barPanel(x, y, p) : cdfPanel(x, y, p);
+  });
   return `<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, sans-serif">
-<rect width="${W}" height="${H}" fill="white"/>
+<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="DejaVu Sans, sans-serif">
+<rect width="${W}" height="${height}" fill="white"/>
 <text x="30" y="32" font-size="22" font-weight="bold">${esc(title)}</text>
 <text x="30" y="56" font-size="13" fill="#444">${esc(subtitle)}</text>
-${panels.slice(0, 4).map((p, i) => panel(pos[i]![0], pos[i]![1], p)).join('\n')}
+${drawn.join('\n')}
 </svg>
 `;
 }

@@ -7,10 +7,13 @@ import type { V1Container, V1Job, V1Pod, V1Volume } from '@kubernetes/client-nod
 import { CriRuntime } from '../agent/runtime/cri.ts';
 import type { RuntimeContainer } from '../agent/runtime/types.ts';
 import { clusterEnv } from '../e2e/support/cluster.ts';
+import { NAMESPACE } from '../e2e/support/deploy.ts';
 import { BUSYBOX } from '../e2e/support/jobs.ts';
 import { ApiError, Kube, retrying } from './kube.ts';
 import type { Sample } from './stats.ts';
 import { parseMetrics } from './stats.ts';
+import type { Timeline } from './timeline.ts';
+import { parseStopTimelines } from './timeline.ts';
 
 export interface Context {
   kube: Kube;
@@ -186,6 +189,56 @@ export async function scrapeUrl(url: string): Promise<Sample[]> {
   return parseMetrics(await res.text());
 }
 
+/** The agent's /metrics, or none when they cannot be read (a cross-check only: the part goes on without it). */
+export async function scrapeOrNothing(agent: V1Pod): Promise<Sample[]> {
+  try {
+    return await scrape(agent.status!.podIP!, 9440);
+  } catch {
+    return [];
+  }
+}
+
 export async function apiserverMetrics(ctx: Context): Promise<Sample[]> {
   return parseMetrics(await ctx.kube.get<string>('/metrics'));
+}
+
+// ---------------------------------------------------------------- the agent's log
+
+export interface AgentLog {
+  /** The per-step timing of each stop, by Pod (namespace/name). */
+  timelines: Map<string, Timeline>;
+  /** Restarts of the agent's container since following began: the stops before the last but one are lost. */
+  agentRestarts: number;
+  error?: string;
+}
+
+/** What results.json keeps of an AgentLog. */
+export interface AgentLogNote {
+  timelines: number;
+  agentRestarts: number;
+  error?: string;
+}
+
+export const logNote = (log: AgentLog): AgentLogNote => ({ timelines: log.timelines.size, agentRestarts: log.agentRestarts, ...(log.error ? { error: log.error } : {}) });
+
+/** Starts following the agent's log: the function returned reads the stops logged since (through the API, as kubectl logs). */
+export async function followAgentLog(ctx: Context, agent: V1Pod): Promise<() => Promise<AgentLog>> {
+  const pod = `/api/v1/namespaces/${NAMESPACE}/pods/${agent.metadata!.name!}`;
+  // Whole seconds, one early: the log's timestamps and this clock are the same host's.
+  const since = new Date(Math.floor(Date.now() / 1000) * 1000 - 1000).toISOString().replace('.000Z', 'Z');
+  const restarts = async () => (await ctx.kube.get<V1Pod>(pod)).status?.containerStatuses?.find((c) => c.name === 'agent')?.restartCount ?? 0;
+  const restartsBefore = await restarts();
+  const logPath = (previous: boolean) => `${pod}/log?container=agent&sinceTime=${encodeURIComponent(since)}${previous ? '&previous=true' : ''}`;
+  return async () => {
+    let agentRestarts = 0;
+    try {
+      agentRestarts = (await restarts()) - restartsBefore;
+      const current = await ctx.kube.getText(logPath(false));
+      // After a restart, the stops made before it are in the previous container's log.
+      const previous = agentRestarts > 0 ? await ctx.kube.getText(logPath(true)).catch(() => '') : '';
+      return { timelines: parseStopTimelines(`${previous}\n${current}`), agentRestarts };
+    } catch (err) {
+      return { timelines: new Map(), agentRestarts, error: err instanceof Error ? err.message : String(err) };
+    }
+  };
 }

@@ -38,26 +38,37 @@ export class Kube {
   }
 
   /** One request; resolves with the parsed JSON body (or the text when it is not JSON). */
-  request<T = unknown>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+  async request<T = unknown>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+    const text = await this.send(method, path, 'application/json', body, contentType);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      return text as T;
+    }
+  }
+
+  get<T = unknown>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  /** A GET whose body is text, returned as is (a Pod's log: JSON lines, one of which alone would parse as JSON). */
+  getText(path: string): Promise<string> {
+    return this.send('GET', path, 'text/plain, */*');
+  }
+
+  private send(method: string, path: string, accept: string, body?: unknown, contentType = 'application/json'): Promise<string> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       const req = https.request({
         host: this.server.hostname, port: this.server.port, path, method, agent: this.agent,
-        headers: { Accept: 'application/json', ...(payload !== undefined ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {}) },
+        headers: { Accept: accept, ...(payload !== undefined ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {}) },
       }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 0) >= 300) {
-            reject(new ApiError(res.statusCode ?? 0, `${method} ${path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
-            return;
-          }
-          try {
-            resolve(JSON.parse(text) as T);
-          } catch {
-            resolve(text as T);
-          }
+          if ((res.statusCode ?? 0) >= 300) reject(new ApiError(res.statusCode ?? 0, `${method} ${path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
+          else resolve(text);
         });
         res.on('error', reject);
       });
@@ -66,10 +77,6 @@ export class Kube {
       if (payload !== undefined) req.write(payload);
       req.end();
     });
-  }
-
-  get<T = unknown>(path: string): Promise<T> {
-    return this.request<T>('GET', path);
   }
 
   /**

@@ -1,0 +1,42 @@
+// The chart from figures as results.json holds them: missing figures (null after JSON, NaN before) draw nothing, never NaN.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { BarPanel } from './chart.ts';
+import { renderChart } from './chart.ts';
+
+const bars = (p50: number, p99: number): BarPanel => ({
+  title: 'steps',
+  xLabel: 'ms',
+  legend: [{ label: 'alone', color: '#111' }, { label: 'mixed', color: '#222' }],
+  rows: [
+    { label: 'main exit → SIGTERM sent', bars: [{ color: '#111', p50, p99 }, { color: '#222', p50: NaN, p99: NaN }], targets: [{ at: 30, label: 'p50 ≤ 30' }] },
+    { label: 'acting → preStop done', bars: [{ color: '#111', p50: NaN, p99: NaN }] },
+  ],
+  logX: true,
+  empty: 'not measured',
+});
+
+describe('the chart', () => {
+  it('draws the bars that have figures, with the row targets, and leaves out rows without any', () => {
+    const svg = renderChart('t', [bars(12.5, 80)], 's');
+    assert.ok(svg.includes('12.5 / 80'));
+    assert.ok(svg.includes('p50 ≤ 30'));
+    assert.ok(svg.includes('main exit → SIGTERM sent'));
+    assert.ok(!svg.includes('preStop'));
+    assert.ok(!svg.includes('NaN'));
+  });
+
+  it('says "not measured" when no row has a figure (null from results.json alike)', () => {
+    const svg = renderChart('t', [bars(null as unknown as number, NaN)], 's');
+    assert.ok(svg.includes('not measured'));
+    assert.ok(!svg.includes('NaN'));
+  });
+
+  it('draws every target line of a CDF panel, and makes room for as many rows of panels as given', () => {
+    const cdf = { title: 'cdf', xLabel: 'ms', series: [{ label: 'a', color: '#111', values: [10, 20, 40] }], targets: [{ at: 30, label: 'p50 ≤ 30' }, { at: 100, label: 'p99 ≤ 100' }] };
+    const svg = renderChart('t', [cdf, cdf, cdf], 's');
+    assert.ok(svg.includes('p50 ≤ 30') && svg.includes('p99 ≤ 100'));
+    assert.match(svg, /height="990"/);
+    assert.ok(!svg.includes('NaN'));
+  });
+});
