@@ -288,8 +288,9 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
   return {
     method: 'RSS: process_resident_memory_bytes from the agent\'s /metrics (podIP:9440) at the end of the idle window; peak during the burst ' +
       'from /proc/<pid>/status VmRSS of the agent\'s process sampled every 200 ms on the host (no extra scrapes). CPU: process_cpu_seconds_total ' +
-      'deltas between scrapes at the start and end of each window (the end scrape is the only other work in the window); cross-checked with ' +
-      'utime+stime from /proc/<pid>/stat. Measured on the first burst run of ours.',
+      'deltas between scrapes at the start and end of each window (the end scrape is the only other work in the window; the burst window runs ' +
+      'from the idle window\'s end, 2 s before firing, to 5 s after the last sidecar finished); cross-checked with utime+stime from ' +
+      '/proc/<pid>/stat. Measured on the first burst run of ours.',
     pod: agent.metadata!.name!,
     podsOnNode: onNode,
     rssIdleMB: round(metricSum(b.agent, 'process_resident_memory_bytes') / MB),

@@ -1,6 +1,7 @@
 // `npm run bench`: the benchmarks of sidecar-terminator on the local cluster (e2e/run.sh brings it
 // up and tears it down). Writes bench/results.json and bench/latency.png (and .svg), prints a table.
-//   1. termination latency vs native sidecars   2. a burst of 100 Jobs   3. the agent's footprint
+//   1. termination latency vs native sidecars, and with ten of ours finishing together
+//   2. bursts of 100 Jobs, ours and native sidecars in turns   3. the agent's footprint
 //   4. the controller with 20,000 Pods   5. a soak of Jobs finishing for 30 minutes (memory over time)
 // Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,soak selects parts (default
 // all); the results of parts not run are kept from the previous results.json. On the oldest
@@ -23,7 +24,7 @@ import { leaderTarget, runScale } from './scale.ts';
 import { deploy } from './setup.ts';
 import type { SoakResult } from './soak.ts';
 import { runSoak } from './soak.ts';
-import type { Summary } from './stats.ts';
+import type { HistogramBounds, Summary } from './stats.ts';
 import { MB } from './stats.ts';
 import type { StepBreakdown, TimelineField } from './timeline.ts';
 
@@ -224,6 +225,7 @@ function burstOf(r: Results, kind: Kind): { runs: number; mainToSidecarMs: Summa
   return legacy ? { runs: 1, mainToSidecarMs: legacy.mainToSidecarMs, samplesMs: legacy.samplesMs, missed: legacy.missed } : undefined;
 }
 
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 const step = (steps: StepBreakdown | undefined, field: TimelineField) => steps?.stepsMs?.[field];
 const measured = (v: number | null | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
 
@@ -256,7 +258,7 @@ function targets(r: Results): Target[] {
   const jobs = r.burst?.jobs ?? 100;
   // The node's own cost shows in native sidecars' figure on the same node: reported beside it, no number to meet.
   t.push({
-    what: `burst of ${jobs}: main → sidecar finished, p99 (${burstOurs?.runs ?? 0} runs)`,
+    what: `burst of ${jobs}: main → sidecar finished, p99 (${plural(burstOurs?.runs ?? 0, 'run')})`,
     target: `as low as the node allows (native sidecars: ${measured(burstNative?.mainToSidecarMs.p99) ? `${burstNative.mainToSidecarMs.p99} ms` : 'not measured'})`,
     value: measured(burstOurs?.mainToSidecarMs.p99) ? `${burstOurs.mainToSidecarMs.p99} ms` : 'not measured',
     met: null,
@@ -304,6 +306,12 @@ function stepsText(steps: StepBreakdown | undefined): string {
   return `${figures.join(', ')} (timelines ${steps.withTimeline}/${steps.samples}, fast path ${steps.fastPath})`;
 }
 
+/** The agent's histogram of main exit → SIGTERM sent over a part: bucket bounds, a cross-check of the timelines. */
+function histogramText(h: Record<string, HistogramBounds> | undefined): string {
+  const e = h?.exitToStopSent;
+  return e && e.count > 0 ? `p50 ${e.p50UpperBoundMs}, p99 ${e.p99UpperBoundMs} ms (${e.count} stops)` : 'not measured';
+}
+
 function printTable(r: Results): void {
   const rows: string[][] = [['', 'value', 'target', '']];
   const percentiles = (s: Summary) => `${s.p50} / ${s.p90} / ${s.p99} ms`;
@@ -319,6 +327,7 @@ function printTable(r: Results): void {
       rows.push([`${prefix}${what}: Job created → complete p50/p90/p99`, percentiles(f.createdToCompleteMs), '', '']);
       if (what.startsWith('ours')) rows.push([`${prefix}${what}: agent's steps p50/p99 ms`, stepsText(f.steps), '', '']);
     }
+    if (l.agentHistograms) rows.push([`${prefix}agent's histogram, main exit → SIGTERM sent, all batches`, histogramText(l.agentHistograms), '', '']);
     if (l.ratio) rows.push([`${prefix}ratio ours / native (main → sidecar p50, Job p50)`, `${l.ratio.mainToSidecarP50}, ${l.ratio.createdToCompleteP50}`, '', '']);
     if (l.agentLog && (l.agentLog.agentRestarts > 0 || l.agentLog.error)) rows.push([`${prefix}agent log`, `${l.agentLog.agentRestarts} restarts${l.agentLog.error ? `, ${l.agentLog.error}` : ''}`, '', '']);
   };
@@ -332,9 +341,10 @@ function printTable(r: Results): void {
     }
     for (const kind of ['ours', 'native'] as const) {
       const k = b[kind];
-      rows.push([`burst, ${kind}, ${k.runs} runs: p50 / p90 / p99, missed, Complete`, `${percentiles(k.mainToSidecarMs)}, ${k.missed}, ${k.jobsCompleteAtWindowEnd}/${k.jobs}`, '', '']);
+      rows.push([`burst, ${kind}, ${plural(k.runs, 'run')}: p50 / p90 / p99, missed, Complete`, `${percentiles(k.mainToSidecarMs)}, ${k.missed}, ${k.jobsCompleteAtWindowEnd}/${k.jobs}`, '', '']);
     }
     rows.push(['burst, ours: agent\'s steps p50/p99 ms', stepsText(b.ours.steps), '', '']);
+    for (const run of b.runs) if (run.agentHistograms) rows.push([`burst repeat ${run.repeat}, ours: agent's histogram, main exit → SIGTERM sent`, histogramText(run.agentHistograms), '', '']);
   } else {
     for (const kind of ['ours', 'native'] as const) {
       const k = burstOf(r, kind);
@@ -394,7 +404,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
   });
   const burstOurs = burstOf(r, 'ours');
   const burstNative = burstOf(r, 'native');
-  const runsOf = (k: { runs: number } | undefined) => (k && k.runs > 1 ? `, ${k.runs} runs` : '');
+  const runsOf = (k: { runs: number } | undefined) => (k && k.runs > 1 ? `, ${plural(k.runs, 'run')}` : '');
   const svg = renderChart(
     'sidecar-terminator benchmarks: latency distributions (empirical CDFs) and where the time goes',
     [
