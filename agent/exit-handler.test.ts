@@ -43,7 +43,7 @@ function harness(o: HarnessOptions = {}) {
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   const cache: { stale?: ContainerRecreateRequest[] } = {};
   /** The requests handed over for carrying out, as created, with their timings. */
-  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit }[] = [];
+  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit; targets: ReadonlyMap<string, RuntimeContainer> }[] = [];
   const runtime: ContainerRuntime = {
     idPrefix: 'containerd',
     version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
@@ -70,7 +70,7 @@ function harness(o: HarnessOptions = {}) {
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
     // As agent/main.ts does.
     createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
-    created: (request, timing) => handedOver.push({ request, timing }),
+    created: (request, timing, targets) => handedOver.push({ request, timing, targets }),
     events: recorder,
     metrics,
     log,
@@ -104,21 +104,33 @@ describe('ExitHandler', () => {
     assert.deepEqual(created?.spec.containers.map((c) => c.name), ['proxy']);
     assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 201`]);
     assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
-    // kubelet reported every container: the runtime was not asked.
-    assert.deepEqual(h.runtimeCalls, []);
+    // kubelet reported every container: the runtime was asked only about the sidecar to stop.
+    assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
   });
 
   it('the request as created is handed over at once, with the exit\'s and the create\'s times', async () => {
-    const h = harness();
+    const h = harness({ status: (id) => ({ id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: { ...OWNER, container: 'proxy' } }) });
     const exitedAtMs = Date.now() - 3;
     h.exits.containerExited(h.runtime, 'main-id', 0, exitedAtMs);
     await until(() => h.handedOver.length === 1);
     h.exits.stop();
-    const [{ request, timing }] = h.handedOver as [{ request: ContainerRecreateRequest; timing: CreatedOnExit }];
+    const { request, timing, targets } = h.handedOver[0]!;
     assert.deepEqual(request, h.api.object<ContainerRecreateRequest>(REQUEST), 'with the uid and resourceVersion the API server gave it');
     assert.equal(timing.mainExitedAtMs, exitedAtMs);
     assert.ok(timing.exitEventAtMs >= exitedAtMs && timing.exitEventAtMs <= timing.createdAtMs - timing.apiCreateMs);
     assert.ok(timing.apiCreateMs >= 0);
+    // Asked while the request was created, by the ID the request pins; the main is not a target.
+    assert.deepEqual([...targets.keys()], ['containerd://proxy-id']);
+    assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
+    assert.ok(h.api.calls.length > 0);
+  });
+
+  it('a runtime that fails to answer about the sidecar: handed over without an answer (the reconciler asks again)', async () => {
+    const h = harness({ status: () => { throw new Error('runtime down'); } });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await until(() => h.handedOver.length === 1);
+    h.exits.stop();
+    assert.equal(h.handedOver[0]?.targets.size, 0);
   });
 
   it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {
@@ -170,7 +182,7 @@ describe('ExitHandler', () => {
     await until(async () => (await h.onExit('created')) === 1);
     h.exits.stop();
     // The listing still shows the main running: the exit event's code stands.
-    assert.deepEqual(h.runtimeCalls, ['status main-id', `podContainers ${UID}`]);
+    assert.deepEqual(h.runtimeCalls, ['status main-id', `podContainers ${UID}`, 'status proxy-id']);
     assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.spec.containers.map((c) => c.name), ['proxy']);
   });
 

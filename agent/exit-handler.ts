@@ -12,7 +12,8 @@ import { DEFAULT_OPTIONS, projectRequest } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { ContainerRuntime } from './runtime/types.ts';
+import { parseContainerID } from './runtime/container-id.ts';
+import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 import type { CreatedOnExit } from './timeline.ts';
 
 export interface ExitHandlerDeps {
@@ -25,8 +26,11 @@ export interface ExitHandlerDeps {
   runtimeFor: (prefix: string) => ContainerRuntime | undefined;
   /** Resolves to the request as created, or undefined when a request of that name already exists. */
   createRequest: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
-  /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
-  created: (request: ContainerRecreateRequest, timing: CreatedOnExit) => void;
+  /**
+   * Hands a request just created to whoever carries it out, without waiting for its watch event,
+   * with the runtime's answers about its targets (by `<runtime>://<id>`), asked while it was created.
+   */
+  created: (request: ContainerRecreateRequest, timing: CreatedOnExit, targets: ReadonlyMap<string, RuntimeContainer>) => void;
   events: EventRecorder;
   metrics: AgentMetrics;
   log: Logger;
@@ -122,6 +126,9 @@ export class ExitHandler {
     });
     if (!decision) return;
     const createStartMs = Date.now();
+    // The runtime is asked about the sidecars while the API server stores the request: the stop
+    // needs that answer, and the create takes longer.
+    const targets = targetsNow(runtime, decision.request);
     const created = await this.deps.createRequest(decision.request);
     const createdAtMs = Date.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
@@ -130,7 +137,7 @@ export class ExitHandler {
     this.deps.created(created, {
       exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
       ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
-    });
+    }, await targets);
     if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - reported.lastAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
@@ -144,4 +151,17 @@ interface ReportedExit {
   receivedAtMs: number;
   /** The runtime's timestamp of the exit, when it gives one. */
   exitedAtMs?: number;
+}
+
+/** The runtime's answer about each container the request pins, by `<runtime>://<id>`; none where it failed. */
+async function targetsNow(runtime: ContainerRuntime, request: ContainerRecreateRequest): Promise<Map<string, RuntimeContainer>> {
+  const answers = new Map<string, RuntimeContainer>();
+  await Promise.all(request.spec.containers.map(async ({ statusContext }) => {
+    const parsed = statusContext && parseContainerID(statusContext.containerID);
+    if (!parsed || parsed.runtime !== runtime.idPrefix) return;
+    // The reconciler asks again itself, and reports an error, if this fails.
+    const container = await runtime.status(parsed.id).catch(() => undefined);
+    if (container) answers.set(statusContext.containerID, container);
+  }));
+  return answers;
 }

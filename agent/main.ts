@@ -123,8 +123,8 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: (body) => createIfAbsent(client, requestPath(body.metadata.namespace), body),
-    created: (request, timing) => {
-      reconciler.adopt(request, timing);
+    created: (request, timing, targets) => {
+      reconciler.adopt(request, timing, targets);
       enqueue(podKey(request.metadata.namespace!, request.spec.podName));
     },
     events,

@@ -76,6 +76,8 @@ interface HarnessOptions {
   /** What the runtime's stop does (default: stops). */
   stop?: () => Promise<void>;
   holdStops?: boolean;
+  /** The reconciler's clock (default: Date.now). */
+  now?: () => number;
 }
 
 const REQUEST = requestPath('ns', 'r1');
@@ -158,6 +160,7 @@ function harness(options: HarnessOptions = {}): Harness {
     metrics,
     log,
     requeue: () => {},
+    ...(options.now ? { now: options.now } : {}),
   };
   const reconciler = new Reconciler(reconcilerDeps);
   const events = async () => {
@@ -506,6 +509,44 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(timeline.apiCreate, 15);
     assert.ok(timeline.exitToStopSent! >= 20);
     assert.equal(h.counts.get('exitToStopSent'), undefined, 'histograms are observed, not counted');
+  });
+
+  it('with the runtime\'s answer taken during the create: not asked again before the stop', async () => {
+    const h = harness({ pod: hookless() });
+    const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.cache.stale = [];
+    h.reconciler.adopt(created, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1')]]));
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['stop proxy-1', 'patch Recreating isKilled']);
+  });
+
+  it('an answer about another container ID, or labels naming another Pod, is not taken for the target\'s', async () => {
+    const other = harness({ pod: hookless() });
+    other.cache.stale = [];
+    other.reconciler.adopt(other.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-0', running('proxy-0')]]));
+    await other.reconciler.reconcile(KEY);
+    await other.reconciler.drain(5_000);
+    assert.deepEqual(other.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
+
+    const forged = harness({ pod: hookless() });
+    forged.cache.stale = [];
+    forged.reconciler.adopt(forged.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1', { ...OWN, podName: 'victim' })]]));
+    await forged.reconciler.reconcile(KEY);
+    await forged.reconciler.drain(5_000);
+    assert.deepEqual(forged.calls, ['patch Completed']);
+    assert.equal(forged.counts.get('refused{"reason":"runtime-owner-mismatch"}'), 1);
+  });
+
+  it('an answer older than a second is not used', async () => {
+    let now = 1_000_000;
+    const h = harness({ pod: hookless(), now: () => now });
+    h.cache.stale = [];
+    h.reconciler.adopt(h.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: now, createdAtMs: now, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1')]]));
+    now += 1_001;
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
   });
 
   it('an adopted request of another Pod is not acted on for this one', async () => {

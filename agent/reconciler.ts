@@ -41,6 +41,11 @@ export interface ReconcilerDeps {
 }
 
 const MIN_STOP_SECONDS = 2;
+/**
+ * How old a runtime answer asked during the create may be and still be used: a container's labels
+ * never change; its state may, and an exited container's stop does nothing. Older, it is asked again.
+ */
+const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
 
 export function podKey(namespace: string, podName: string): string {
@@ -71,6 +76,12 @@ export class Reconciler {
    * the process.
    */
   private readonly adopted = new Map<string, ContainerRecreateRequest>();
+  /**
+   * For requests this agent created: the runtime's answers about their targets, asked while the
+   * API server stored them, by request uid. Used once, by the reconcile that acts on the request,
+   * within PREFETCH_FRESH_MS.
+   */
+  private readonly prefetched = new Map<string, { atMs: number; containers: ReadonlyMap<string, RuntimeContainer> }>();
   /** When each request became known to this agent, by uid: only for the step histograms and logs. */
   private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
 
@@ -81,7 +92,7 @@ export class Reconciler {
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const map of [this.known, this.written, this.adopted]) {
+    for (const map of [this.known, this.written, this.adopted, this.prefetched]) {
       for (const uid of map.keys()) if (!activeUids.has(uid)) map.delete(uid);
     }
   }
@@ -92,11 +103,15 @@ export class Reconciler {
     if (uid && !this.known.has(uid)) this.known.set(uid, { atMs: this.now() });
   }
 
-  /** A request this agent has just created (as the create returned it): the caller queues its Pod. */
-  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit): void {
+  /**
+   * A request this agent has just created (as the create returned it), with the runtime's answers
+   * about its targets by `<runtime>://<id>`: the caller queues its Pod.
+   */
+  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit, targets: ReadonlyMap<string, RuntimeContainer> = new Map()): void {
     const uid = request.metadata.uid;
     if (!uid) return;
     this.adopted.set(uid, request);
+    if (targets.size > 0) this.prefetched.set(uid, { atMs: this.now(), containers: targets });
     this.known.set(uid, { atMs: createdOnExit.createdAtMs, createdOnExit });
   }
 
@@ -213,10 +228,14 @@ export class Reconciler {
     return pod && projectAgentPod(pod);
   }
 
-  /** The runtime's view of the container the Pod status reports for each target (never statusContext's). */
+  /**
+   * The runtime's view of the container the Pod status reports for each target (never
+   * statusContext's): asked now, or asked while this agent created the request.
+   */
   private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Map<string, RuntimeView>> {
     const views = new Map<string, RuntimeView>();
     const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
+    const early = this.takePrefetched(crr.metadata.uid);
     await Promise.all(crr.spec.containers.map(async (c) => {
       const containerID = pod.statuses.find((s) => s.name === c.name)?.containerID;
       if (!containerID || isFinal(recorded.get(c.name))) return;
@@ -224,9 +243,17 @@ export class Reconciler {
         views.set(c.name, { containerID, error: 'stop in progress' });
         return;
       }
-      views.set(c.name, { containerID, ...(await this.inspect(containerID)) });
+      const known = early?.get(containerID);
+      views.set(c.name, { containerID, ...(known ? { container: known } : await this.inspect(containerID)) });
     }));
     return views;
+  }
+
+  private takePrefetched(uid: string | undefined): ReadonlyMap<string, RuntimeContainer> | undefined {
+    const entry = uid ? this.prefetched.get(uid) : undefined;
+    if (!entry) return undefined;
+    this.prefetched.delete(uid!);
+    return this.now() - entry.atMs <= PREFETCH_FRESH_MS ? entry.containers : undefined;
   }
 
   private async inspect(fullID: string): Promise<RuntimeView> {
