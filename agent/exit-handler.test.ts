@@ -34,6 +34,8 @@ interface HarnessOptions {
   status?: (id: string) => RuntimeContainer | undefined;
   /** The runtime's listing of a Pod's containers. */
   podContainers?: PodContainer[];
+  /** Sidecar labels read ahead, by `<runtime>://<id>`. */
+  owners?: Map<string, ContainerOwner>;
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -43,7 +45,9 @@ function harness(o: HarnessOptions = {}) {
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   const cache: { stale?: ContainerRecreateRequest[] } = {};
   /** The requests handed over for carrying out, as created, with their timings. */
-  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit; targets: ReadonlyMap<string, RuntimeContainer> }[] = [];
+  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit }[] = [];
+  /** The runtime answers given ahead for the stop, in order. */
+  const answers: { containerID: string; container: RuntimeContainer }[] = [];
   const runtime: ContainerRuntime = {
     idPrefix: 'containerd',
     version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
@@ -70,7 +74,13 @@ function harness(o: HarnessOptions = {}) {
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
     // As agent/main.ts does.
     createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
-    created: (request, timing, targets) => handedOver.push({ request, timing, targets }),
+    created: (request, timing) => {
+      handedOver.push({ request, timing });
+    },
+    ownerOf: (containerID) => o.owners?.get(containerID),
+    runtimeAnswer: (containerID, container) => {
+      answers.push({ containerID, container });
+    },
     events: recorder,
     metrics,
     log,
@@ -83,7 +93,7 @@ function harness(o: HarnessOptions = {}) {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
   };
-  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, answers };
 }
 
 async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
@@ -114,23 +124,34 @@ describe('ExitHandler', () => {
     h.exits.containerExited(h.runtime, 'main-id', 0, exitedAtMs);
     await until(() => h.handedOver.length === 1);
     h.exits.stop();
-    const { request, timing, targets } = h.handedOver[0]!;
+    const { request, timing } = h.handedOver[0]!;
     assert.deepEqual(request, h.api.object<ContainerRecreateRequest>(REQUEST), 'with the uid and resourceVersion the API server gave it');
     assert.equal(timing.mainExitedAtMs, exitedAtMs);
     assert.ok(timing.exitEventAtMs >= exitedAtMs && timing.exitEventAtMs <= timing.createdAtMs - timing.apiCreateMs);
     assert.ok(timing.apiCreateMs >= 0);
-    // Asked while the request was created, by the ID the request pins; the main is not a target.
-    assert.deepEqual([...targets.keys()], ['containerd://proxy-id']);
+    // Labels not read ahead: the runtime is asked about the sidecar (by the ID the request pins;
+    // the main is not a target) while the request is created, and its answer given for the stop.
     assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
-    assert.ok(h.api.calls.length > 0);
+    assert.deepEqual(h.answers.map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
   });
 
-  it('a runtime that fails to answer about the sidecar: handed over without an answer (the reconciler asks again)', async () => {
-    const h = harness({ status: () => { throw new Error('runtime down'); } });
+  it('labels read ahead: the answer is given before the create, from them and the announced exits, without a runtime call', async () => {
+    const owner = { ...OWNER, container: 'proxy' };
+    const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });
     h.exits.containerExited(h.runtime, 'main-id', 0);
     await until(() => h.handedOver.length === 1);
     h.exits.stop();
-    assert.equal(h.handedOver[0]?.targets.size, 0);
+    assert.deepEqual(h.runtimeCalls, []);
+    assert.deepEqual(h.answers, [{ containerID: 'containerd://proxy-id', container: { id: 'proxy-id', state: 'running', startedAtNs: 0n, finishedAtNs: 0n, owner } }]);
+  });
+
+  it('a runtime that fails to answer about the sidecar: no answer given (the reconciler asks again)', async () => {
+    const h = harness({ status: () => { throw new Error('runtime down'); } });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await until(() => h.handedOver.length === 1);
+    await settle();
+    h.exits.stop();
+    assert.deepEqual(h.answers, []);
   });
 
   it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {

@@ -13,7 +13,7 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { parseContainerID } from './runtime/container-id.ts';
-import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
+import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 import type { CreatedOnExit } from './timeline.ts';
 
 export interface ExitHandlerDeps {
@@ -26,11 +26,12 @@ export interface ExitHandlerDeps {
   runtimeFor: (prefix: string) => ContainerRuntime | undefined;
   /** Resolves to the request as created, or undefined when a request of that name already exists. */
   createRequest: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
-  /**
-   * Hands a request just created to whoever carries it out, without waiting for its watch event,
-   * with the runtime's answers about its targets (by `<runtime>://<id>`), asked while it was created.
-   */
-  created: (request: ContainerRecreateRequest, timing: CreatedOnExit, targets: ReadonlyMap<string, RuntimeContainer>) => void;
+  /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
+  created: (request: ContainerRecreateRequest, timing: CreatedOnExit) => void;
+  /** The kubelet labels of a sidecar container (`<runtime>://<id>`), when read ahead. */
+  ownerOf: (containerID: string) => ContainerOwner | undefined;
+  /** What the runtime says of a container the request about to be created targets, for its stop. */
+  runtimeAnswer: (containerID: string, container: RuntimeContainer) => void;
   events: EventRecorder;
   metrics: AgentMetrics;
   log: Logger;
@@ -103,6 +104,30 @@ export class ExitHandler {
     this.queue.stop();
   }
 
+  /**
+   * What the runtime says of each container the request targets, for its stop, without waiting:
+   * from the labels read ahead and the exits announced, else asked now, while the API server
+   * stores the request (the answer comes when it comes; the reconciler asks itself without it).
+   */
+  private answerTargets(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): void {
+    for (const { statusContext } of request.spec.containers) {
+      const parsed = statusContext && parseContainerID(statusContext.containerID);
+      if (!parsed || parsed.runtime !== runtime.idPrefix) continue;
+      const { containerID } = statusContext;
+      const owner = this.deps.ownerOf(containerID);
+      if (owner) {
+        const exitCode = exits.get(parsed.id);
+        const state = exitCode === undefined ? 'running' : 'exited';
+        this.deps.runtimeAnswer(containerID, { id: parsed.id, state, ...(exitCode === undefined ? {} : { exitCode }), startedAtNs: 0n, finishedAtNs: 0n, owner });
+        continue;
+      }
+      runtime.status(parsed.id).then(
+        (container) => container && this.deps.runtimeAnswer(containerID, container),
+        () => {}, // the reconciler asks again, and reports the error
+      );
+    }
+  }
+
   private async handle(key: string): Promise<void> {
     const [prefix, namespace, name] = key.split('/') as [string, string, string];
     const reported = this.reportedExits.get(`${namespace}/${name}`);
@@ -126,9 +151,7 @@ export class ExitHandler {
     });
     if (!decision) return;
     const createStartMs = Date.now();
-    // The runtime is asked about the sidecars while the API server stores the request: the stop
-    // needs that answer, and the create takes longer.
-    const targets = targetsNow(runtime, decision.request);
+    this.answerTargets(runtime, decision.request, exits);
     const created = await this.deps.createRequest(decision.request);
     const createdAtMs = Date.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
@@ -137,7 +160,7 @@ export class ExitHandler {
     this.deps.created(created, {
       exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
       ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
-    }, await targets);
+    });
     if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - reported.lastAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
@@ -151,17 +174,4 @@ interface ReportedExit {
   receivedAtMs: number;
   /** The runtime's timestamp of the exit, when it gives one. */
   exitedAtMs?: number;
-}
-
-/** The runtime's answer about each container the request pins, by `<runtime>://<id>`; none where it failed. */
-async function targetsNow(runtime: ContainerRuntime, request: ContainerRecreateRequest): Promise<Map<string, RuntimeContainer>> {
-  const answers = new Map<string, RuntimeContainer>();
-  await Promise.all(request.spec.containers.map(async ({ statusContext }) => {
-    const parsed = statusContext && parseContainerID(statusContext.containerID);
-    if (!parsed || parsed.runtime !== runtime.idPrefix) return;
-    // The reconciler asks again itself, and reports an error, if this fails.
-    const container = await runtime.status(parsed.id).catch(() => undefined);
-    if (container) answers.set(statusContext.containerID, container);
-  }));
-  return answers;
 }

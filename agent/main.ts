@@ -17,6 +17,7 @@ import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
 import { ExitHandler } from './exit-handler.ts';
+import { SidecarOwners } from './sidecar-owners.ts';
 import { FAST_PATH_STATES, FastPathCheck } from './fast-path.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
@@ -98,6 +99,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     onChange: (key, cached) => {
       const [namespace, name] = key.split('/') as [string, string];
       if (!cached) exits.forgetPod(namespace, name);
+      if (fastPath.enabled() || !cached) owners.podChanged(key, cached?.termination);
       if (hasRequests(namespace, name)) enqueue(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
@@ -105,6 +107,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   });
 
   const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName);
+  const owners = new SidecarOwners((prefix) => runtimes.runtimeFor(prefix), log);
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
     client,
@@ -123,8 +126,10 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: (body) => createIfAbsent(client, requestPath(body.metadata.namespace), body),
-    created: (request, timing, targets) => {
-      reconciler.adopt(request, timing, targets);
+    ownerOf: (containerID) => owners.ownerOf(containerID),
+    runtimeAnswer: (containerID, container) => reconciler.runtimeAnswer(containerID, container),
+    created: (request, timing) => {
+      reconciler.adopt(request, timing);
       enqueue(podKey(request.metadata.namespace!, request.spec.podName));
     },
     events,

@@ -511,27 +511,33 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(h.counts.get('exitToStopSent'), undefined, 'histograms are observed, not counted');
   });
 
-  it('with the runtime\'s answer taken during the create: not asked again before the stop', async () => {
-    const h = harness({ pod: hookless() });
-    const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
-    h.cache.stale = [];
-    h.reconciler.adopt(created, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1')]]));
-    await h.reconciler.reconcile(KEY);
-    await h.reconciler.drain(5_000);
-    assert.deepEqual(h.calls, ['stop proxy-1', 'patch Recreating isKilled']);
+  it('with the runtime\'s answer given ahead: not asked again before the stop, whether the create or the watch brings the request', async () => {
+    for (const firstBy of ['create', 'watch']) {
+      const h = harness({ pod: hookless() });
+      if (firstBy === 'create') {
+        h.cache.stale = [];
+        h.reconciler.adopt(h.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 });
+      }
+      h.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1'));
+      await h.reconciler.reconcile(KEY);
+      while (h.reconciler.stopsInFlight() > 0) await new Promise((r) => setTimeout(r, 1));
+      assert.deepEqual(h.calls, ['stop proxy-1', 'patch Recreating isKilled'], firstBy);
+      // Used once: the next look asks the runtime.
+      await h.reconciler.reconcile(KEY);
+      await h.reconciler.drain(5_000);
+      assert.equal(h.calls[2], 'status proxy-1', `${firstBy}: ${h.calls.join(', ')}`);
+    }
   });
 
   it('an answer about another container ID, or labels naming another Pod, is not taken for the target\'s', async () => {
     const other = harness({ pod: hookless() });
-    other.cache.stale = [];
-    other.reconciler.adopt(other.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-0', running('proxy-0')]]));
+    other.reconciler.runtimeAnswer('containerd://proxy-0', running('proxy-0'));
     await other.reconciler.reconcile(KEY);
     await other.reconciler.drain(5_000);
     assert.deepEqual(other.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
 
     const forged = harness({ pod: hookless() });
-    forged.cache.stale = [];
-    forged.reconciler.adopt(forged.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1', { ...OWN, podName: 'victim' })]]));
+    forged.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1', { ...OWN, podName: 'victim' }));
     await forged.reconciler.reconcile(KEY);
     await forged.reconciler.drain(5_000);
     assert.deepEqual(forged.calls, ['patch Completed']);
@@ -541,8 +547,7 @@ describe('Reconciler: a stop without a hook', () => {
   it('an answer older than a second is not used', async () => {
     let now = 1_000_000;
     const h = harness({ pod: hookless(), now: () => now });
-    h.cache.stale = [];
-    h.reconciler.adopt(h.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: now, createdAtMs: now, apiCreateMs: 0 }, new Map([['containerd://proxy-1', running('proxy-1')]]));
+    h.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1'));
     now += 1_001;
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);

@@ -42,8 +42,8 @@ export interface ReconcilerDeps {
 
 const MIN_STOP_SECONDS = 2;
 /**
- * How old a runtime answer asked during the create may be and still be used: a container's labels
- * never change; its state may, and an exited container's stop does nothing. Older, it is asked again.
+ * How old a runtime answer given ahead may be and still be used: a container's labels never change;
+ * its state may, and an exited container's stop does nothing. Older, the runtime is asked again.
  */
 const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
@@ -77,11 +77,11 @@ export class Reconciler {
    */
   private readonly adopted = new Map<string, ContainerRecreateRequest>();
   /**
-   * For requests this agent created: the runtime's answers about their targets, asked while the
-   * API server stored them, by request uid. Used once, by the reconcile that acts on the request,
-   * within PREFETCH_FRESH_MS.
+   * The runtime's answers about the targets of requests this agent is creating, by `<runtime>://<id>`,
+   * given ahead (agent/exit-handler.ts). Each is used once, within PREFETCH_FRESH_MS, by the
+   * reconcile that first plans a stop of that container.
    */
-  private readonly prefetched = new Map<string, { atMs: number; containers: ReadonlyMap<string, RuntimeContainer> }>();
+  private readonly prefetched = new Map<string, { atMs: number; container: RuntimeContainer }>();
   /** When each request became known to this agent, by uid: only for the step histograms and logs. */
   private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
 
@@ -92,9 +92,10 @@ export class Reconciler {
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const map of [this.known, this.written, this.adopted, this.prefetched]) {
+    for (const map of [this.known, this.written, this.adopted]) {
       for (const uid of map.keys()) if (!activeUids.has(uid)) map.delete(uid);
     }
+    for (const [id, { atMs }] of this.prefetched) if (this.now() - atMs > PREFETCH_FRESH_MS) this.prefetched.delete(id);
   }
 
   /** A request's watch event arrived (for the timings only). */
@@ -103,15 +104,16 @@ export class Reconciler {
     if (uid && !this.known.has(uid)) this.known.set(uid, { atMs: this.now() });
   }
 
-  /**
-   * A request this agent has just created (as the create returned it), with the runtime's answers
-   * about its targets by `<runtime>://<id>`: the caller queues its Pod.
-   */
-  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit, targets: ReadonlyMap<string, RuntimeContainer> = new Map()): void {
+  /** What the runtime says of a container (`<runtime>://<id>`) a request about to be created targets. */
+  runtimeAnswer(containerID: string, container: RuntimeContainer): void {
+    this.prefetched.set(containerID, { atMs: this.now(), container });
+  }
+
+  /** A request this agent has just created (as the create returned it): the caller queues its Pod. */
+  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit): void {
     const uid = request.metadata.uid;
     if (!uid) return;
     this.adopted.set(uid, request);
-    if (targets.size > 0) this.prefetched.set(uid, { atMs: this.now(), containers: targets });
     this.known.set(uid, { atMs: createdOnExit.createdAtMs, createdOnExit });
   }
 
@@ -230,12 +232,11 @@ export class Reconciler {
 
   /**
    * The runtime's view of the container the Pod status reports for each target (never
-   * statusContext's): asked now, or asked while this agent created the request.
+   * statusContext's): asked now, or given ahead while this agent created the request.
    */
   private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Map<string, RuntimeView>> {
     const views = new Map<string, RuntimeView>();
     const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
-    const early = this.takePrefetched(crr.metadata.uid);
     await Promise.all(crr.spec.containers.map(async (c) => {
       const containerID = pod.statuses.find((s) => s.name === c.name)?.containerID;
       if (!containerID || isFinal(recorded.get(c.name))) return;
@@ -243,17 +244,17 @@ export class Reconciler {
         views.set(c.name, { containerID, error: 'stop in progress' });
         return;
       }
-      const known = early?.get(containerID);
+      const known = this.takePrefetched(containerID);
       views.set(c.name, { containerID, ...(known ? { container: known } : await this.inspect(containerID)) });
     }));
     return views;
   }
 
-  private takePrefetched(uid: string | undefined): ReadonlyMap<string, RuntimeContainer> | undefined {
-    const entry = uid ? this.prefetched.get(uid) : undefined;
+  private takePrefetched(containerID: string): RuntimeContainer | undefined {
+    const entry = this.prefetched.get(containerID);
     if (!entry) return undefined;
-    this.prefetched.delete(uid!);
-    return this.now() - entry.atMs <= PREFETCH_FRESH_MS ? entry.containers : undefined;
+    this.prefetched.delete(containerID);
+    return this.now() - entry.atMs <= PREFETCH_FRESH_MS ? entry.container : undefined;
   }
 
   private async inspect(fullID: string): Promise<RuntimeView> {
