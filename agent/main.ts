@@ -3,6 +3,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
 import { EventRecorder } from '../common/events.ts';
+import { UrgentWrites } from '../common/urgent-writes.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
@@ -106,7 +107,8 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     log,
   });
 
-  const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName);
+  const creates = new UrgentWrites();
+  const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName, creates);
   const owners = new SidecarOwners((prefix) => runtimes.runtimeFor(prefix), log);
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
@@ -125,7 +127,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     cachedPodOfContainer: (containerID) => pods.byIndex(containerID)[0]?.termination,
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
-    createRequest: (body) => createIfAbsent(client, requestPath(body.metadata.namespace), body),
+    createRequest: (body) => creates.run(() => createIfAbsent(client, requestPath(body.metadata.namespace), body)),
     ownerOf: (containerID) => owners.ownerOf(containerID),
     runtimeAnswer: (containerID, container) => reconciler.runtimeAnswer(containerID, container),
     created: (request, timing) => {

@@ -1,13 +1,15 @@
 // The event recorder against the fake API server (kube/fake-api.ts): what an Event looks like, and
 // how they are sent: in the background, a few at a time, a bounded backlog, failures logged and
 // never thrown. The recorder does not deduplicate: each emit is one Event. Sending a reason once per
-// Pod is its callers' part (crr/sidecar-controller.test.ts, crr/requests-controller.test.ts).
+// Pod is its callers' part (crr/sidecar-controller.test.ts, crr/requests-controller.test.ts). Events
+// hold back while an urgent write (the agent's create) is in flight.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventRecorder } from './events.ts';
 import { FakeKubeApi, networkError } from './kube/fake-api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
+import { UrgentWrites } from './urgent-writes.ts';
 
 const EVENTS = resourcePath('v1', 'events', 'ns');
 const POD = { namespace: 'ns', name: 'job-pod', uid: 'uid-1' };
@@ -123,5 +125,36 @@ describe('EventRecorder', () => {
     const h = recorder();
     await h.events.flushed();
     assert.deepEqual(h.api.calls, []);
+  });
+});
+
+describe('EventRecorder: urgent writes first', () => {
+  it('holds events back while an urgent write is in flight, then sends them all', async () => {
+    const api = new FakeKubeApi();
+    const log = { warn: () => {} } as unknown as Logger;
+    const urgent = new UrgentWrites();
+    const events = new EventRecorder(api, 'sidecar-terminator-agent', log, 'node-a', urgent);
+    let finish!: () => void;
+    const writing = urgent.run(() => new Promise<void>((resolve) => (finish = resolve)));
+    events.emit(POD, { type: 'Normal', reason: 'Killing', message: 'one' });
+    events.emit(POD, { type: 'Normal', reason: 'Killing', message: 'two' });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(api.calls, [], 'nothing sent during the urgent write');
+    finish();
+    await writing;
+    await events.flushed();
+    assert.deepEqual(api.list<Event>(EVENTS).map((e) => e.message), ['one', 'two']);
+    assert.equal(urgent.busy(), false);
+  });
+
+  it('an urgent write that fails still releases the events', async () => {
+    const api = new FakeKubeApi();
+    const urgent = new UrgentWrites();
+    const events = new EventRecorder(api, 'sidecar-terminator-agent', { warn: () => {} } as unknown as Logger, undefined, urgent);
+    const failing = urgent.run(() => Promise.reject(new Error('HTTP 500')));
+    events.emit(POD, { type: 'Normal', reason: 'Killing', message: 'after' });
+    await assert.rejects(failing, /HTTP 500/);
+    await events.flushed();
+    assert.equal(api.list<Event>(EVENTS).length, 1);
   });
 });

@@ -5,6 +5,7 @@ import type { KubeApi } from './kube/api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
+import type { UrgentWrites } from './urgent-writes.ts';
 
 export interface PodRef {
   namespace: string;
@@ -41,12 +42,17 @@ export class EventRecorder {
   private inFlight = 0;
   private dropped = 0;
   private idle: (() => void)[] = [];
+  private readonly urgent: UrgentWrites | undefined;
+  /** Waiting for the urgent writes in flight to end. */
+  private holding = false;
 
-  constructor(client: EventsClient, component: string, log: Logger, host?: string) {
+  /** `urgent`: events hold back while any of these writes is in flight. */
+  constructor(client: EventsClient, component: string, log: Logger, host?: string, urgent?: UrgentWrites) {
     this.client = client;
     this.component = component;
     this.log = log;
     this.host = host;
+    this.urgent = urgent;
   }
 
   /** Queues the event; a failure to record it is logged, never thrown. */
@@ -66,6 +72,15 @@ export class EventRecorder {
   }
 
   private pump(): void {
+    if (this.holding || this.waiting.length === 0) return;
+    if (this.urgent?.busy()) {
+      this.holding = true;
+      void this.urgent.settled().then(() => {
+        this.holding = false;
+        this.pump();
+      });
+      return;
+    }
     while (this.inFlight < IN_FLIGHT && this.waiting.length > 0) {
       const body = this.waiting.shift()!;
       this.inFlight++;
