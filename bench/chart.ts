@@ -70,16 +70,21 @@ function logTicks(lo: number, hi: number): number[] {
 
 const fmt = (v: number) => (v >= 1000 ? `${v / 1000}k`.replace('.0k', 'k') : `${v}`);
 
+/** A panel's plot area (its left margin and top band given; 20 right, 50 below) and its title. */
+function plotArea(x0: number, y0: number, left: number, top: number, title: string) {
+  return {
+    px: x0 + left,
+    py: y0 + top,
+    plotW: PANEL_W - left - 20,
+    plotH: PANEL_H - 50 - top,
+    title: `<text x="${x0 + 10}" y="${y0 + 22}" font-size="17" font-weight="bold">${esc(title)}</text>`,
+  };
+}
+
 function cdfPanel(x0: number, y0: number, p: CdfPanel): string {
-  const left = 70;
-  const bottom = 50;
-  const plotW = PANEL_W - left - 20;
-  const plotH = PANEL_H - bottom - 40;
-  const px = x0 + left;
-  const py = y0 + 40;
+  const { px, py, plotW, plotH, title } = plotArea(x0, y0, 70, 40, p.title);
   const all = p.series.flatMap((s) => s.values).filter((v) => Number.isFinite(v));
-  const parts: string[] = [];
-  parts.push(`<text x="${x0 + 10}" y="${y0 + 22}" font-size="17" font-weight="bold">${esc(p.title)}</text>`);
+  const parts: string[] = [title];
   if (all.length === 0) {
     parts.push(`<text x="${px + 20}" y="${py + 40}" font-size="14">no data</text>`);
     return parts.join('\n');
@@ -141,13 +146,8 @@ function cdfPanel(x0: number, y0: number, p: CdfPanel): string {
 }
 
 function barPanel(x0: number, y0: number, p: BarPanel): string {
-  const left = 200;
-  const bottom = 50;
-  const plotW = PANEL_W - left - 20;
-  const plotH = PANEL_H - bottom - 70;
-  const px = x0 + left;
-  const py = y0 + 70;
-  const parts: string[] = [`<text x="${x0 + 10}" y="${y0 + 22}" font-size="17" font-weight="bold">${esc(p.title)}</text>`];
+  const { px, py, plotW, plotH, title } = plotArea(x0, y0, 200, 70, p.title);
+  const parts: string[] = [title];
   const finite = (v: number) => typeof v === 'number' && Number.isFinite(v);
   const rows = p.rows.filter((r) => r.bars.some((b) => finite(b.p50) || finite(b.p99)));
   if (rows.length === 0) {
