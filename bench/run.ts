@@ -161,6 +161,8 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   results.latencyOldest = { kubernetes: String(env.kubernetes), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
   results.targets = targets(results);
   writeResults(results, path);
+  // The chart draws the oldest release's figures too.
+  chart(results, join(outDir(), 'latency.svg'), join(outDir(), 'latency.png'));
   printTable(results);
   console.log(`bench: wrote latencyOldest into ${path} after ${Math.round((Date.now() - started) / 1000)} s`);
   ctx.cri.close();
