@@ -161,7 +161,7 @@ export class ExitHandler {
       exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
       ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
     });
-    if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - reported.lastAtMs) / 1000);
+    if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - exitEventAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
     for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);

@@ -133,7 +133,7 @@ function harness(options: HarnessOptions = {}): Harness {
       const key = `${name}${labels ? JSON.stringify(labels) : ''}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     },
-    observe: () => {},
+    observe: () => counts.set(`${name} observed`, (counts.get(`${name} observed`) ?? 0) + 1),
   });
   const metrics = {
     requestsCompleted: counter('completed'), requestsRefused: counter('refused'), stopsResumed: counter('resumed'),
@@ -508,7 +508,8 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(timeline.exitEvent, 2);
     assert.equal(timeline.apiCreate, 15);
     assert.ok(timeline.exitToStopSent! >= 20);
-    assert.equal(h.counts.get('exitToStopSent'), undefined, 'histograms are observed, not counted');
+    assert.equal(h.counts.get('exitToStopSent observed'), 1);
+    assert.equal(h.counts.get('steps observed'), 3, 'acting, stop_sent, container_exited (no hook)');
   });
 
   it('with the runtime\'s answer given ahead: not asked again before the stop, whether the create or the watch brings the request', async () => {

@@ -363,14 +363,13 @@ export class Reconciler {
       const stopSentAtMs = this.now();
       await runtime.stop(parsed.id, remaining);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
+      const exitedAtMs = this.now();
       const known = crr.metadata.uid ? this.known.get(crr.metadata.uid) : undefined;
-      const timeline = known && stopTimeline({
-        knownAtMs: known.atMs, createdOnExit: known.createdOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs: this.now(),
-      });
-      if (known) this.deps.metrics.stopSeconds.observe((this.now() - known.atMs) / 1000);
+      const timeline = known && stopTimeline({ knownAtMs: known.atMs, createdOnExit: known.createdOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs });
+      if (known) this.deps.metrics.stopSeconds.observe((exitedAtMs - known.atMs) / 1000);
       if (timeline) this.observeSteps(timeline);
       this.deps.log.info('container stopped', {
-        pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: this.now() - started, ...(timeline ? { timeline } : {}),
+        pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
       });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });

@@ -1,12 +1,13 @@
 // The agent's per-step timing of each stop it made: the `timeline` of its "container stopped" log
 // line, read back and summarized per step. Pure helpers (no cluster), unit-tested in timeline.test.ts.
+import type { StopTimeline } from '../agent/timeline.ts';
 import type { HistogramBounds, Sample, Summary } from './stats.ts';
 import { histogramBounds, summarize } from './stats.ts';
 
 /** The steps in the order they happen; the two durations nested in a step follow the step they are part of. */
 export const TIMELINE_FIELDS = [
   'exitEvent', 'requestCreated', 'apiCreate', 'acting', 'prestopDone', 'stopSent', 'runtimeCheck', 'containerExited', 'exitToStopSent',
-] as const;
+] as const satisfies readonly (keyof StopTimeline)[];
 
 export type TimelineField = (typeof TIMELINE_FIELDS)[number];
 
