@@ -284,6 +284,7 @@ describe('Reconciler', () => {
 /** The Pod as the API server has it (agentPod() is its projection). */
 function apiPod(uid = 'uid-1'): V1Pod {
   return {
+    apiVersion: 'v1', kind: 'Pod',
     metadata: { namespace: 'ns', name: 'job-pod', uid },
     spec: {
       nodeName: 'node-a', restartPolicy: 'Never', terminationGracePeriodSeconds: 30,

@@ -3,7 +3,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isConflict } from '../common/kube/errors.ts';
-import { podPath } from '../common/kube/paths.ts';
+import { getObject } from '../common/kube/client.ts';
+import { isValidName, podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
@@ -226,7 +227,9 @@ export class Reconciler {
     const wantedUid = request.metadata.labels?.[LABEL_POD_UID];
     const cached = this.deps.cachedPod(namespace, name);
     if (cached && (!wantedUid || cached.uid === wantedUid)) return cached;
-    const pod = await this.deps.client.get<V1Pod>(podPath(namespace, name)).catch(ignoreNotFound);
+    // A name no Pod can have (`.`: the path would read the namespace's Pod list) is never read.
+    if (!isValidName(name)) return undefined;
+    const pod = await getObject<V1Pod>(this.deps.client, podPath(namespace, name), 'Pod').catch(ignoreNotFound);
     return pod && projectAgentPod(pod);
   }
 

@@ -56,6 +56,10 @@ describe('decideLifecycle', () => {
   const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; kind: string; message?: RegExp; requeue?: number }[] = [
     { name: 'admits: labels the request and fills statusContext from the Pod', crr: crr(), pod: pod(), kind: 'admit' },
     { name: 'no such Pod', crr: crr(), kind: 'complete', message: /Pod p not found in namespace ns/ },
+    ...['.', '..', 'a/b', ''].map((podName) => ({
+      name: `podName ${JSON.stringify(podName)} (not a Pod name; created before the CRD's pattern): completed unread`,
+      crr: { ...crr(), spec: { ...crr().spec, podName } }, kind: 'complete', message: /is not a valid Pod name: request not executed/,
+    })),
     { name: 'Pod not on a node yet', crr: crr(), pod: pod({ nodeName: '' }), kind: 'complete', message: /not scheduled/ },
     { name: 'unknown container', crr: crr({ containers: ['nope'] }), pod: pod(), kind: 'complete', message: /no container nope/ },
     { name: 'container without an ID', crr: crr(), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
@@ -133,7 +137,9 @@ describe('decideLifecycle', () => {
       requeue: MAX_REQUEUE_MS,
     },
     { name: 'completed, TTL passed: delete', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'delete' },
-    { name: 'completed, no TTL: kept', crr: crr({ status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'none' },
+    { name: 'completed, no TTL: kept for a day', crr: crr({ status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'none', requeue: MAX_REQUEUE_MS },
+    { name: 'completed a day ago, no TTL: deleted', crr: crr({ status: { phase: 'Completed', completionTime: ago(86_401) } }), kind: 'delete' },
+    { name: 'completed, no TTL and no completion time: a day from its creation', crr: crr({ created: ago(86_401), status: { phase: 'Completed' } }), kind: 'delete' },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -174,16 +180,20 @@ describe('decideReadiness', () => {
   const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; want: object }[] = [
     { name: 'no unready grace: nothing', crr: crr({ labels: admitted }), pod: withGate(), want: { kind: 'none' } },
     { name: 'finalizer first', crr: running(), pod: withGate(), want: { kind: 'addFinalizer' } },
-    { name: 'then the Pod is marked not-ready', crr: running(fin), pod: withGate('True'), want: { kind: 'setPodReady', ready: false } },
+    { name: 'then the Pod is marked not-ready', crr: running(fin), pod: withGate('True'), want: { kind: 'setPodReady', ready: false, podUid: 'u1' } },
     { name: 'already not-ready: nothing', crr: running(fin), pod: withGate('False'), want: { kind: 'none' } },
-    { name: 'completed: ready again', crr: running(fin, { phase: 'Completed' }), pod: withGate('False'), want: { kind: 'setPodReady', ready: true } },
+    { name: 'completed: ready again', crr: running(fin, { phase: 'Completed' }), pod: withGate('False'), want: { kind: 'setPodReady', ready: true, podUid: 'u1' } },
     { name: 'completed and ready: finalizer off', crr: running(fin, { phase: 'Completed' }), pod: withGate('True'), want: { kind: 'removeFinalizer' } },
     { name: 'completed, Pod gone: finalizer off', crr: running(fin, { phase: 'Completed' }), want: { kind: 'removeFinalizer' } },
+    { name: 'completed, Pod recreated under the name: finalizer off, the new Pod untouched', crr: running(fin, { phase: 'Completed' }), pod: { ...withGate('False'), metadata: { name: 'p', namespace: 'ns', uid: 'u2' } }, want: { kind: 'removeFinalizer' } },
+    { name: 'labels naming another Pod (uid): the Pod is not touched', crr: running(fin), pod: { ...withGate('True'), metadata: { name: 'p', namespace: 'ns', uid: 'u2' } }, want: { kind: 'none' } },
+    { name: 'labels naming another node: the Pod is not touched, not even a finalizer', crr: running(), pod: { ...withGate('True'), spec: { nodeName: 'node-b', containers: [{ name: 'proxy' }] } }, want: { kind: 'none' } },
+    { name: 'created with the active label but no uid label (not yet admitted): nothing before admission', crr: (() => { const r = running(fin); r.metadata.labels = { [ACTIVE_LABEL]: 'true', [NODE_LABEL]: 'node-a' }; return r; })(), pod: withGate('True'), want: { kind: 'none' } },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decideReadiness(c.crr, c.pod), c.want));
   it('a request deleted while running restores readiness', () => {
     const r = running(fin);
     r.metadata.deletionTimestamp = ago(0);
-    assert.deepEqual(decideReadiness(r, withGate('False')), { kind: 'setPodReady', ready: true });
+    assert.deepEqual(decideReadiness(r, withGate('False')), { kind: 'setPodReady', ready: true, podUid: 'u1' });
   });
 });

@@ -6,6 +6,7 @@ import { boundedDelayMs } from '../rules/decision.ts';
 import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, READINESS_CONDITION, READINESS_FINALIZER, isCompleted, statusContextOf } from '../api/container-recreate-request.ts';
 import { toMs } from '../common/time.ts';
+import { isValidName } from '../common/kube/paths.ts';
 
 /** How long an admitted request may wait for an agent to pick it up. */
 export const AGENT_PICKUP_TIMEOUT_MS = 60_000;
@@ -29,6 +30,7 @@ export function isAdmitted(crr: ContainerRecreateRequest): boolean {
  */
 export function decideLifecycle(crr: ContainerRecreateRequest, pod: V1Pod | undefined, nowMs: number): LifecycleAction {
   if (isCompleted(crr)) return afterCompletion(crr, nowMs);
+  if (!isValidName(crr.spec.podName)) return { kind: 'complete', message: `spec.podName ${JSON.stringify(crr.spec.podName)} is not a valid Pod name: request not executed` };
   if (!pod) return { kind: 'complete', message: missingPodMessage(crr) };
   const mismatch = mismatchWithPod(crr, pod);
   if (mismatch) return { kind: 'complete', message: mismatch, refused: true };
@@ -94,11 +96,18 @@ function whileActive(crr: ContainerRecreateRequest, nowMs: number): LifecycleAct
   return { kind: 'none', requeueAfterMs: waits.length ? boundedDelayMs(Math.min(...waits) + 1) : undefined };
 }
 
+/**
+ * How long a completed request without ttlSecondsAfterFinished is kept: every request ends deleted,
+ * so that requests created without a TTL cannot pile up in the API server and in our caches.
+ */
+export const DEFAULT_TTL_SECONDS_AFTER_FINISHED = 86_400;
+
 function afterCompletion(crr: ContainerRecreateRequest, nowMs: number): LifecycleAction {
   if (isAdmitted(crr)) return { kind: 'deactivate' };
-  const ttl = crr.spec.ttlSecondsAfterFinished;
-  const completed = toMs(crr.status?.completionTime);
-  if (ttl === undefined || completed === undefined) return { kind: 'none' };
+  const ttl = crr.spec.ttlSecondsAfterFinished ?? DEFAULT_TTL_SECONDS_AFTER_FINISHED;
+  // A completion time the controller cannot read (written by someone else): counted from creation.
+  const completed = toMs(crr.status?.completionTime) ?? toMs(crr.metadata.creationTimestamp);
+  if (completed === undefined) return { kind: 'none' };
   const left = completed + ttl * 1000 - nowMs;
   return left <= 0 ? { kind: 'delete' } : { kind: 'none', requeueAfterMs: boundedDelayMs(left + 1) };
 }
@@ -133,25 +142,40 @@ function admit(crr: ContainerRecreateRequest, pod: V1Pod): LifecycleAction {
 export type ReadinessAction =
   | { kind: 'none' }
   | { kind: 'addFinalizer' }
-  | { kind: 'setPodReady'; ready: boolean }
+  /** `podUid`: the patch's precondition, so that a Pod recreated under the same name is never touched. */
+  | { kind: 'setPodReady'; ready: boolean; podUid: string }
   | { kind: 'removeFinalizer' };
+
+/** Whether a Pod must be read to decide about the request: not for one completed, unless its readiness is still to restore. */
+export function needsPod(crr: ContainerRecreateRequest): boolean {
+  return !isCompleted(crr) || hasReadinessFinalizer(crr);
+}
+
+function hasReadinessFinalizer(crr: ContainerRecreateRequest): boolean {
+  return crr.metadata.finalizers?.includes(READINESS_FINALIZER) ?? false;
+}
 
 /**
  * unreadyGracePeriodSeconds: the Pod is marked not-ready (our readiness condition False) while the
  * request runs, and ready again after. The finalizer goes on first and comes off last, so a request
- * deleted at any moment never leaves the Pod not-ready.
+ * deleted at any moment never leaves the Pod not-ready. The Pod is touched only once the request is
+ * admitted and checked against it (its labels name this very Pod and node): labels prove nothing
+ * until then.
  */
 export function decideReadiness(crr: ContainerRecreateRequest, pod: V1Pod | undefined): ReadinessAction {
-  const hasFinalizer = crr.metadata.finalizers?.includes(READINESS_FINALIZER) ?? false;
+  const hasFinalizer = hasReadinessFinalizer(crr);
   const condition = pod?.status?.conditions?.find((c) => c.type === READINESS_CONDITION)?.status;
+  const podUid = pod?.metadata?.uid ?? '';
+  // The very Pod the request was admitted for (its uid label), on the node it names.
+  const itsPod = pod !== undefined && podUid !== '' && crr.metadata.labels?.[LABEL_POD_UID] === podUid && mismatchWithPod(crr, pod) === undefined;
   const over = isCompleted(crr) || crr.metadata.deletionTimestamp !== undefined;
   if (over) {
     if (!hasFinalizer) return { kind: 'none' };
-    if (pod && condition === 'False') return { kind: 'setPodReady', ready: true };
+    if (itsPod && condition === 'False') return { kind: 'setPodReady', ready: true, podUid };
     return { kind: 'removeFinalizer' };
   }
-  if (!crr.spec.strategy?.unreadyGracePeriodSeconds || !isAdmitted(crr)) return { kind: 'none' };
+  if (!crr.spec.strategy?.unreadyGracePeriodSeconds || !itsPod || needsAdmission(crr)) return { kind: 'none' };
   if (!hasFinalizer) return { kind: 'addFinalizer' };
-  if (pod && condition !== 'False') return { kind: 'setPodReady', ready: false };
+  if (condition !== 'False') return { kind: 'setPodReady', ready: false, podUid };
   return { kind: 'none' };
 }

@@ -22,6 +22,7 @@ const NOW = Date.parse('2026-01-01T00:10:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
 const POD_PATH = podPath('ns', 'job-pod');
 const POD: V1Pod = {
+  apiVersion: 'v1', kind: 'Pod',
   metadata: { namespace: 'ns', name: 'job-pod', uid: 'uid-1' },
   spec: { nodeName: 'node-a', containers: [{ name: 'app' }, { name: 'proxy' }] },
   status: { phase: 'Running', containerStatuses: [{ name: 'proxy', containerID: 'containerd://p1', restartCount: 0, ready: true, image: 'x', imageID: 'x' }] },
@@ -164,7 +165,52 @@ describe('RequestsController: the API server\'s answers', () => {
   });
 });
 
+describe('RequestsController: Pods read only when needed, and only Pods', () => {
+  it('a completed request: no Pod read (a resync of every request reads no Pod)', async () => {
+    const h = harness([request('r1', { labels: { [LABEL_POD_UID]: 'uid-1' }, status: { phase: 'Completed', completionTime: ago(1) }, ttl: 600 })]);
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.api.lines({ method: 'get' }), []);
+  });
+
+  for (const podName of ['.', '..']) {
+    it(`podName ${JSON.stringify(podName)} (stored before the CRD's pattern): completed without any read`, async () => {
+      const r = request('dots');
+      r.spec.podName = podName;
+      const h = harness([r]);
+      await h.controller.reconcile('ns/dots');
+      assert.deepEqual(h.api.lines({ method: 'get' }), []);
+      assert.match(h.stored('dots')?.status?.message ?? '', /is not a valid Pod name: request not executed/);
+    });
+  }
+
+  it('a Pod read answered with something else than a Pod (a PodList): an error, nothing written', async () => {
+    const h = harness([request('r1', { labels: ADMITTED })]);
+    h.api.set(POD_PATH, { apiVersion: 'v1', kind: 'PodList', metadata: { name: 'job-pod', namespace: 'ns' }, items: [] } as V1Pod);
+    await assert.rejects(h.controller.reconcile('ns/r1'), /expected a Pod, got PodList/);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), []);
+  });
+});
+
 describe('RequestsController: the readiness gate through a deletion', () => {
+  it('the readiness patch carries the Pod\'s uid: a Pod recreated under the name since it was read is not touched (409)', async () => {
+    const h = harness([request('r1', { labels: ADMITTED, unreadySeconds: 5 })]);
+    await h.controller.reconcile('ns/r1');
+    const patches = () => h.api.calls.filter((c) => c.method === 'patch' && c.path === `${POD_PATH}/status`);
+    // A controller that read the Pod before its replacement: the write must not reach the new one.
+    const stale = h.api.object<V1Pod>(POD_PATH)!;
+    const controller = new RequestsController({
+      client: { get: async () => stale as never, patch: h.api.patch.bind(h.api), delete: h.api.delete.bind(h.api) },
+      events: new EventRecorder(h.api, 'x', createLogger('test', 'error')), log: createLogger('test', 'error'),
+      cachedRequest: (ns, name) => h.api.object<ContainerRecreateRequest>(requestPath(ns, name)),
+      now: () => NOW,
+    });
+    h.api.remove(POD_PATH);
+    h.api.set(POD_PATH, { ...POD, metadata: { ...POD.metadata, uid: 'uid-2' } });
+    await assert.rejects(controller.reconcile('ns/r1'), (err) => isConflict(err));
+    assert.deepEqual(patches().map((c) => (c.body as { metadata?: { uid?: string } }).metadata?.uid), ['uid-1']);
+    assert.equal(h.api.object<V1Pod>(POD_PATH)?.status?.conditions, undefined);
+  });
+
   it('finalizer first, Pod not-ready; deleted: Pod ready again, then the finalizer off and the request gone', async () => {
     const h = harness([request('r1', { labels: ADMITTED, unreadySeconds: 5 })]);
     const condition = () => h.api.object<V1Pod>(POD_PATH)?.status?.conditions?.find((c) => c.type === READINESS_CONDITION)?.status;

@@ -3,11 +3,12 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isNotFound } from '../common/kube/errors.ts';
-import { podPath } from '../common/kube/paths.ts';
+import { getObject } from '../common/kube/client.ts';
+import { isValidName, podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { EventRecorder } from '../common/events.ts';
-import { decideLifecycle, decideReadiness } from './lifecycle.ts';
+import { decideLifecycle, decideReadiness, needsPod } from './lifecycle.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
@@ -40,7 +41,7 @@ export class RequestsController {
     const [namespace, name] = key.split('/') as [string, string];
     const crr = this.deps.cachedRequest(namespace, name);
     if (!crr) return;
-    const pod = await this.readPod(namespace, crr.spec.podName);
+    const pod = needsPod(crr) ? await this.readPod(namespace, crr.spec.podName) : undefined;
 
     const readiness = decideReadiness(crr, pod);
     if (readiness.kind !== 'none') {
@@ -53,8 +54,10 @@ export class RequestsController {
     return action.kind === 'none' && action.requeueAfterMs !== undefined ? { requeueAfterMs: action.requeueAfterMs } : undefined;
   }
 
+  /** The Pod, or undefined when there is none, or when the name cannot be one (the request is then completed unread). */
   private readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
-    return this.deps.client.get<V1Pod>(podPath(namespace, name)).catch(ignoreNotFound);
+    if (!isValidName(name)) return Promise.resolve(undefined);
+    return getObject<V1Pod>(this.deps.client, podPath(namespace, name), 'Pod').catch(ignoreNotFound);
   }
 
   /** One Warning per Pod, however many requests that do not match it are made. */
@@ -114,7 +117,9 @@ export class RequestsController {
           reason: action.ready ? 'ContainerRecreateFinished' : 'ContainerRecreating',
           message: `request ${crr.metadata.name}`,
         };
-        await this.deps.client.patch(podPath(crr.metadata.namespace, crr.spec.podName, 'status'), { status: { conditions: [condition] } }, 'strategic');
+        // The uid is a precondition: a Pod deleted and recreated under the name since it was read is not touched (409).
+        const body = { metadata: { uid: action.podUid }, status: { conditions: [condition] } };
+        await this.deps.client.patch(podPath(crr.metadata.namespace, crr.spec.podName, 'status'), body, 'strategic');
         return;
       }
       case 'none':

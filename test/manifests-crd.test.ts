@@ -15,6 +15,7 @@ import {
   PLURAL,
   VERSION,
 } from '../api/container-recreate-request.ts';
+import { isValidName } from '../common/kube/paths.ts';
 
 interface Schema {
   type?: string;
@@ -22,6 +23,8 @@ interface Schema {
   maximum?: number;
   minimum?: number;
   maxItems?: number;
+  pattern?: string;
+  maxLength?: number;
   properties?: Record<string, Schema>;
   items?: Schema;
 }
@@ -91,6 +94,23 @@ describe('manifests/base/crd.yaml', () => {
     assert.ok(!shortNames.includes('crr'), `shortNames ${shortNames.join(', ')} include crr (OpenKruise's)`);
     assert.deepEqual(shortNames, ['stcrr']);
     assert.deepEqual(crd.spec.names.categories, ['sidecar-terminator']);
+  });
+
+  it('names are names: podName a DNS subdomain (never `.` or `..`: the path would be the Pod list), containers DNS labels', () => {
+    const podName = new RegExp(at('spec.podName').pattern!);
+    const container = new RegExp(at('spec.containers[].name').pattern!);
+    assert.equal(at('spec.podName').maxLength, 253);
+    assert.equal(at('spec.containers[].name').maxLength, 63);
+    for (const bad of ['.', '..', 'a/b', '-a', 'a-', 'A', 'a..b', '.a', 'a.', 'a b', '%2e']) {
+      assert.equal(podName.test(bad), false, `podName ${bad}`);
+      assert.equal(isValidName(bad), false, `the client accepts ${bad}`);
+    }
+    for (const good of ['a', 'job-x7k2p', 'web-0.example', '0']) {
+      assert.equal(podName.test(good), true, `podName ${good}`);
+      assert.equal(isValidName(good), true, `the client refuses ${good}`);
+    }
+    assert.equal(container.test('a.b'), false);
+    assert.equal(container.test('proxy-1'), true);
   });
 
   it('states the bounds api/container-recreate-request.ts exports', () => {

@@ -2,7 +2,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, retryAfterMs, userAgentFor } from './client.ts';
+import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, getObject, retryAfterMs, userAgentFor } from './client.ts';
+import { isValidName, podPath } from './paths.ts';
 import type { WatchEvent } from './api.ts';
 
 interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string; atMs: number }
@@ -172,6 +173,36 @@ describe('KubeClient', () => {
       assert.equal(retryAfterMs('soon', now), undefined);
       assert.equal(retryAfterMs('', now), undefined);
       assert.equal(retryAfterMs(undefined, now), undefined);
+    });
+  });
+
+  describe('paths', () => {
+    it('a path with an empty, `.` or `..` segment (in any encoding) is refused before anything is sent', async () => {
+      client = new KubeClient({ server });
+      for (const path of ['/api/v1/namespaces/ns/pods/.', '/api/v1/namespaces/ns/pods/..', '/api/v1/namespaces/ns/pods/', '/api/v1/namespaces/ns/pods/%2e',
+        '/api/v1/namespaces/ns/pods/%2E%2E', '/api/v1//pods', 'api/v1/pods', '/api/v1/pods?limit=1', '/api/v1/namespaces/ns/pods/a%2Fb']) {
+        await assert.rejects(client.get(path), /every path segment must be a name/, path);
+      }
+      await assert.rejects(client.watch('/api/v1/namespaces/ns/pods/.', {}, () => {}, new AbortController().signal), /every path segment must be a name/);
+      assert.deepEqual(api.seen, []);
+    });
+
+    it('resourcePath refuses a name, namespace or subresource that is not one, even empty: never a collection\'s path', () => {
+      for (const name of ['.', '..', '', 'a/b', 'A', '-a', 'a..b', 'x'.repeat(254), '%2e', 'a b']) {
+        assert.throws(() => podPath('ns', name), /invalid name/, name);
+        assert.throws(() => podPath(name, 'p'), /invalid namespace/, name);
+      }
+      assert.throws(() => podPath('ns', 'p', '../x'), /invalid subresource/);
+      assert.equal(podPath('ns', 'job-1.example'), '/api/v1/namespaces/ns/pods/job-1.example');
+      assert.equal(podPath(), '/api/v1/pods');
+      assert.equal(isValidName('x'.repeat(253)), true);
+    });
+
+    it('getObject: an answer of another kind (a PodList for a Pod) is an error', async () => {
+      client = new KubeClient({ server });
+      api.replies = [json(200, { kind: 'PodList', apiVersion: 'v1', items: [] }), json(200, { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p' } })];
+      await assert.rejects(getObject(client, podPath('ns', 'p'), 'Pod'), /expected a Pod, got PodList/);
+      assert.equal((await getObject<{ kind: string }>(client, podPath('ns', 'p'), 'Pod')).kind, 'Pod');
     });
   });
 

@@ -221,7 +221,7 @@ export class KubeClient implements KubeApi {
   }
 
   private async send(method: string, path: string, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
-    const url = new URL(path, this.base);
+    const url = new URL(checkedPath(path), this.base);
     for (const [key, value] of Object.entries(o.query ?? {})) {
       if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     }
@@ -249,6 +249,29 @@ interface SendOptions {
   contentType?: string;
   signal?: AbortSignal;
   timeoutMs: number;
+}
+
+/**
+ * The path, if every segment of it is a plain name: never empty, `.` or `..` (in any encoding), which
+ * URL resolution would turn into another path (`/api/v1/namespaces/ns/pods/.` is the namespace's
+ * Pod collection: an unpaged LIST), and no query or fragment. paths.ts builds valid paths; this
+ * refuses whatever else reaches the client.
+ */
+export function checkedPath(path: string): string {
+  const segments = path.split('/');
+  const bad = !path.startsWith('/') || /[?#\\%]/.test(path) || segments.slice(1).some((s) => s === '' || s === '.' || s === '..');
+  if (bad) throw new Error(`refusing to request ${JSON.stringify(path.slice(0, 300))}: every path segment must be a name`);
+  return path;
+}
+
+/**
+ * Reads one object and checks it is of the kind asked for: a path resolved to something else (a
+ * collection: a PodList where a Pod was asked for) is an error, never taken for the object.
+ */
+export async function getObject<T extends { kind?: string }>(client: Pick<KubeApi, 'get'>, path: string, kind: string): Promise<T> {
+  const obj = await client.get<T & { items?: unknown }>(path);
+  if (obj?.kind !== kind || obj.items !== undefined) throw new Error(`GET ${path}: expected a ${kind}, got ${obj?.kind ?? 'no kind'}`);
+  return obj;
 }
 
 /** Resolves after `ms`, or as soon as `signal` aborts. */
