@@ -5,6 +5,7 @@ import { STOP_DRAIN_MS, runAgent } from './agent/main.ts';
 import { discoverRuntimes } from './agent/runtime/discover.ts';
 import { parseControllerConfig } from './crr/config.ts';
 import { runController } from './crr/main.ts';
+import { InfoRequested, parseFlags } from './common/flags.ts';
 
 /**
  * The agent finishes the container stops it began (up to STOP_DRAIN_MS), then flushes its events and
@@ -13,7 +14,11 @@ import { runController } from './crr/main.ts';
  */
 const AGENT_SHUTDOWN_TIMEOUT_MS = STOP_DRAIN_MS + 5_000;
 const CONTROLLER_SHUTDOWN_TIMEOUT_MS = 5_000;
-const USAGE = 'usage: sidecar-terminator agent|controller [flags] (--help for the flags of each)';
+const USAGE = `usage: sidecar-terminator agent|controller [flags]
+  agent        the node agent (a DaemonSet): stops the sidecars of its node's Job Pods
+  controller   the cluster controller (a Deployment): requests, their lifecycle, Pod phases
+  --help, -h   print this and exit (\`sidecar-terminator agent --help\`: the flags of each)
+  --version    print the version and exit`;
 
 async function main(argv: string[]): Promise<void> {
   const [role, ...args] = argv;
@@ -28,7 +33,9 @@ async function main(argv: string[]): Promise<void> {
     stop = (await runController(parseControllerConfig(args, process.env))).stop;
     shutdownTimeoutMs = CONTROLLER_SHUTDOWN_TIMEOUT_MS;
   } else {
-    throw new Error(USAGE);
+    // `sidecar-terminator --help` or `--version` (InfoRequested); anything else is not a role.
+    if (role?.startsWith('-')) parseFlags(USAGE, { args: argv, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } } });
+    throw new Error(role === undefined ? USAGE : `unknown role ${JSON.stringify(role)}\n${USAGE}`);
   }
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -44,6 +51,11 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  // --help and --version: asked for, on stdout, exit 0; anything else is an error.
+  if (err instanceof InfoRequested) {
+    process.stdout.write(`${err.message}\n`, () => process.exit(0));
+    return;
+  }
   console.error(err instanceof Error ? err.message : String(err));
   process.exit(2);
 });

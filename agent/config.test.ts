@@ -1,12 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { InfoRequested } from '../common/flags.ts';
 import { parseAgentConfig } from './config.ts';
 
 describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
       nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
-      requestDeadlineSeconds: 300, requestTTLSeconds: 600,
+      requestDeadlineSeconds: 300, requestTTLSeconds: 600, logLevel: 'info',
     });
   });
   it('takes its namespace from POD_NAMESPACE', () => {
@@ -51,5 +52,15 @@ describe('parseAgentConfig', () => {
   }
   it('lists the flags in its usage', () => {
     assert.throws(() => parseAgentConfig(['--help'], { NODE_NAME: 'n1' }), /--request-deadline-seconds N[\s\S]*--request-ttl-seconds N/);
+  });
+  it('takes --log-level, else LOG_LEVEL, else info', () => {
+    assert.equal(parseAgentConfig([], { NODE_NAME: 'n1' }).logLevel, 'info');
+    assert.equal(parseAgentConfig([], { NODE_NAME: 'n1', LOG_LEVEL: 'debug' }).logLevel, 'debug');
+    assert.equal(parseAgentConfig(['--log-level=warn'], { NODE_NAME: 'n1', LOG_LEVEL: 'debug' }).logLevel, 'warn');
+    assert.throws(() => parseAgentConfig(['--log-level', 'loud'], { NODE_NAME: 'n1' }), /--log-level must be one of/);
+  });
+  it('--help and --version are asked for, even without a node name', () => {
+    assert.throws(() => parseAgentConfig(['--help'], {}), (err: unknown) => err instanceof InfoRequested && err.message.startsWith('usage: sidecar-terminator agent'));
+    assert.throws(() => parseAgentConfig(['--version'], {}), (err: unknown) => err instanceof InfoRequested && err.message.startsWith('sidecar-terminator '));
   });
 });

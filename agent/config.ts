@@ -1,7 +1,7 @@
 // The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
-import { intInRange, parseFlags, positiveInt } from '../common/flags.ts';
+import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -19,6 +19,7 @@ export interface AgentConfig {
   requestDeadlineSeconds: number;
   /** ttlSecondsAfterFinished of the requests the agent creates itself. */
   requestTTLSeconds: number;
+  logLevel: LogLevel;
 }
 
 const USAGE = `usage: sidecar-terminator agent [flags]
@@ -32,12 +33,14 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main
                                     containers exit (default 300, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
   --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default 600,
-                                    1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)`;
+                                    1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)
+${COMMON_USAGE}`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseFlags(USAGE, {
     args: argv,
     options: {
+      ...COMMON_OPTIONS,
       'node-name': { type: 'string' },
       'host-run-dir': { type: 'string', default: '/var/run' },
       'runtime-socket': { type: 'string' },
@@ -63,5 +66,6 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
+    logLevel: logLevel(values['log-level'], env),
   };
 }

@@ -51,7 +51,7 @@ export interface RunningAgent {
 export const STOP_DRAIN_MS = 20_000;
 
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
-  const log = createLogger('agent').child({ node: config.nodeName });
+  const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('agent', VERSION) });
   const metrics = createAgentMetrics(() => queue.depth());
   // Exits matter only to the fast path: without it the controller creates every request.

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { InfoRequested } from '../common/flags.ts';
 import { CONTROLLER_USAGE, parseControllerConfig } from './config.ts';
 
 describe('parseControllerConfig', () => {
@@ -39,5 +40,29 @@ describe('parseControllerConfig', () => {
     assert.match(CONTROLLER_USAGE, /--sidecar-start-timeout-seconds N .*\(default 120\)/s);
     assert.match(CONTROLLER_USAGE, /--request-deadline-seconds N .*3 to 86400/);
     assert.match(CONTROLLER_USAGE, /--request-ttl-seconds N .*at most 604800/);
+  });
+  const leaderElect: [string[], boolean][] = [
+    [[], true],
+    [['--leader-elect'], true],
+    [['--leader-elect', '--workers', '2'], true],
+    [['--leader-elect=false'], false],
+    [['--leader-elect=true'], true],
+    [['--leader-elect=0'], false],
+    [['--leader-elect', 'false'], false],
+    [['--leader-elect=FALSE', '--leader-elect'], true],
+  ];
+  for (const [argv, want] of leaderElect) {
+    it(`${argv.join(' ') || 'no flag'}: leader election ${want ? 'on' : 'off'}`, () => assert.equal(parseControllerConfig(argv, {}).leaderElect, want));
+  }
+  it('refuses a --leader-elect that is not a boolean', () => {
+    assert.throws(() => parseControllerConfig(['--leader-elect=maybe'], {}), /--leader-elect must be true or false/);
+  });
+
+  it('takes --log-level, else LOG_LEVEL, else info; --help is asked for', () => {
+    assert.equal(parseControllerConfig([], {}).logLevel, 'info');
+    assert.equal(parseControllerConfig([], { LOG_LEVEL: 'error' }).logLevel, 'error');
+    assert.equal(parseControllerConfig(['--log-level', 'debug'], { LOG_LEVEL: 'error' }).logLevel, 'debug');
+    assert.throws(() => parseControllerConfig(['--help'], {}), (err: unknown) => err instanceof InfoRequested && err.message === CONTROLLER_USAGE);
+    assert.match(CONTROLLER_USAGE, /--log-level LEVEL[\s\S]*--help, -h[\s\S]*--version/);
   });
 });

@@ -41,7 +41,7 @@ interface Loop {
 
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
-  const log = createLogger('controller').child({ identity });
+  const log = createLogger('controller', config.logLevel).child({ identity });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('controller', VERSION) });
   const metrics = createControllerMetrics();
   let loops: Loop[] = [];

@@ -100,9 +100,9 @@ describe(`the Helm chart (${CHART})`, () => {
     it(`makes every flag of the ${part} a value, defaulting to the program's default`, () => {
       const usage = part === 'agent' ? agentUsage() : CONTROLLER_USAGE;
       const { values: fromValues, literal } = templateFlags(part === 'agent' ? 'agent-daemonset.yaml' : 'controller-deployment.yaml');
-      // Not values: each agent's node comes from the downward API, and both run in-cluster (a
-      // kubeconfig could still be passed through extraArgs).
-      const notValues = new Set(['node-name', 'kubeconfig']);
+      // Not values: each agent's node comes from the downward API, both run in-cluster (a
+      // kubeconfig could still be passed through extraArgs), and --help and --version only print.
+      const notValues = new Set(['node-name', 'kubeconfig', 'help', 'version']);
       const missing = [...flagsOf(usage)].filter((f) => !fromValues.has(f) && !literal.has(f) && !notValues.has(f));
       assert.deepEqual(missing, [], `flags of the ${part} the chart cannot set`);
       assert.ok(fromValues.size >= 3, `the walk found the ${part}'s flags: ${[...fromValues.keys()].join(', ')}`);
