@@ -7,7 +7,7 @@ describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
       nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
-      requestDeadlineSeconds: 300, requestTTLSeconds: 600, logLevel: 'info',
+      requestDeadlineSeconds: 300, requestTTLSeconds: 600, prestopHttpHooks: true, logLevel: 'info',
     });
   });
   it('takes its namespace from POD_NAMESPACE', () => {
@@ -50,6 +50,13 @@ describe('parseAgentConfig', () => {
       assert.throws(() => parseAgentConfig([`${flag}=${value}`], { NODE_NAME: 'n1' }), message);
     });
   }
+  it('--prestop-http-hooks: true by default; false (client-go\'s boolean forms) turns HTTP hooks off', () => {
+    assert.equal(parseAgentConfig([], { NODE_NAME: 'n1' }).prestopHttpHooks, true);
+    assert.equal(parseAgentConfig(['--prestop-http-hooks=false'], { NODE_NAME: 'n1' }).prestopHttpHooks, false);
+    assert.equal(parseAgentConfig(['--prestop-http-hooks', 'f'], { NODE_NAME: 'n1' }).prestopHttpHooks, false);
+    assert.equal(parseAgentConfig(['--prestop-http-hooks'], { NODE_NAME: 'n1' }).prestopHttpHooks, true);
+    assert.throws(() => parseAgentConfig(['--prestop-http-hooks=off'], { NODE_NAME: 'n1' }), /--prestop-http-hooks must be true or false/);
+  });
   it('lists the flags in its usage', () => {
     assert.throws(() => parseAgentConfig(['--help'], { NODE_NAME: 'n1' }), /--request-deadline-seconds N[\s\S]*--request-ttl-seconds N/);
   });

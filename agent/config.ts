@@ -1,7 +1,7 @@
 // The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
-import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
+import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -19,6 +19,8 @@ export interface AgentConfig {
   requestDeadlineSeconds: number;
   /** ttlSecondsAfterFinished of the requests the agent creates itself. */
   requestTTLSeconds: number;
+  /** Whether httpGet preStop hooks are run: they are sent from the agent's network position (the node's). */
+  prestopHttpHooks: boolean;
   logLevel: LogLevel;
 }
 
@@ -34,11 +36,14 @@ const USAGE = `usage: sidecar-terminator agent [flags]
                                     containers exit (default 300, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
   --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default 600,
                                     1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)
+  --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
+                                    from the host network, where a Pod's author may reach what its Pod cannot;
+                                    each is reported on its Pod (PreStopHookNotRun) and the stop goes on
 ${COMMON_USAGE}`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseFlags(USAGE, {
-    args: argv,
+    args: bareBoolFlags(argv, ['prestop-http-hooks']),
     options: {
       ...COMMON_OPTIONS,
       'node-name': { type: 'string' },
@@ -50,6 +55,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       kubeconfig: { type: 'string' },
       'request-deadline-seconds': { type: 'string', default: '300' },
       'request-ttl-seconds': { type: 'string', default: '600' },
+      'prestop-http-hooks': { type: 'string', default: 'true' },
     },
     strict: true,
   });
@@ -66,6 +72,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
+    prestopHttpHooks: boolFlag('prestop-http-hooks', values['prestop-http-hooks']),
     logLevel: logLevel(values['log-level'], env),
   };
 }

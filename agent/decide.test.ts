@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import { capRequeueMs, graceSecondsOf, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
+import { blockingRequest, capRequeueMs, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
@@ -405,6 +405,76 @@ describe('planRequest: resuming a stop an earlier agent began', () => {
   });
 });
 
+describe('hookRefusal: which preStop hooks the agent runs', () => {
+  const rows: { name: string; hook: object; httpHooks?: boolean; refused?: RegExp }[] = [
+    { name: 'exec', hook: { exec: { command: ['/bin/drain'] } } },
+    { name: 'exec without a command', hook: { exec: {} }, refused: /exec preStop hook has no command/ },
+    { name: 'httpGet', hook: { httpGet: { port: 8080 } } },
+    { name: 'httpGet with HTTP hooks turned off', hook: { httpGet: { port: 8080 } }, httpHooks: false, refused: /HTTP preStop hooks are turned off .*--prestop-http-hooks=false/ },
+    { name: 'exec with HTTP hooks turned off', hook: { exec: { command: ['/bin/drain'] } }, httpHooks: false },
+    { name: 'sleep', hook: { sleep: { seconds: 6 } } },
+    { name: 'tcpSocket: kubelet runs it only as a probe', hook: { tcpSocket: { port: 22 } }, refused: /tcpSocket preStop hook is not run: kubelet runs tcpSocket only as a probe/ },
+    { name: 'a kind a later release adds', hook: { grpc: { port: 9000 } }, refused: /kind "grpc" is unknown to this agent/ },
+    { name: 'an unknown kind beside a known one', hook: { exec: { command: ['/x'] }, future: {} }, refused: /kind "future" is unknown/ },
+    { name: 'no action at all', hook: {}, refused: /names no action/ },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: ${row.refused ? 'not run' : 'run'}`, () => {
+      const refusal = hookRefusal(row.hook, row.httpHooks ?? true);
+      if (row.refused) assert.match(refusal ?? '', row.refused);
+      else assert.equal(refusal, undefined);
+    });
+  }
+});
+
+describe('planRequest: stop signal and hooks as kubelet has them', () => {
+  const withSidecar = (over: Partial<AgentPod['containers'][number]>) =>
+    pod({ containers: [{ name: 'main' }, { name: 'proxy', ...over }] });
+
+  it('the Pod spec\'s stopSignal goes with the stop, a resumed one too', () => {
+    const sig = withSidecar({ stopSignal: 'SIGUSR1' });
+    assert.equal(planRequest(input({ pod: sig })).stops[0]?.stopSignal, 'SIGUSR1');
+    const resumed = planRequest(input({ pod: sig, crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
+    assert.deepEqual(resumed.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: true, stopSignal: 'SIGUSR1' }]);
+  });
+  it('a sleep hook is run (before the stop), and recorded with isKilled', () => {
+    const plan = planRequest(input({ pod: withSidecar({ preStop: { sleep: { seconds: 6 } } }) }));
+    assert.deepEqual(plan.stops[0]?.preStop, { sleep: { seconds: 6 } });
+    assert.deepEqual(plan.status.containerRecreateStates, [{ name: 'proxy', phase: 'Recreating', isKilled: true, preStopContainerID: 'containerd://proxy-1' }]);
+  });
+  for (const [name, hook, httpHooks] of [
+    ['tcpSocket', { tcpSocket: { port: 22 } }, true],
+    ['an unknown kind', { grpc: { port: 9000 } }, true],
+    ['httpGet with HTTP hooks off', { httpGet: { port: 8080 } }, false],
+  ] as const) {
+    it(`${name}: no hook, the reason for the Pod's event, the stop goes on, nothing recorded as started`, () => {
+      const plan = planRequest(input({ pod: withSidecar({ preStop: hook as object }), httpHooks }));
+      assert.equal(plan.stops.length, 1);
+      assert.equal(plan.stops[0]?.preStop, undefined);
+      assert.match(plan.stops[0]?.preStopNotRun ?? '', /not run/);
+      assert.equal(plan.status.containerRecreateStates?.[0]?.preStopContainerID, undefined);
+    });
+  }
+  it('a hook another request already started for this container is not run again; the stop goes on', () => {
+    const plan = planRequest(input({ preStopsStarted: new Set(['containerd://proxy-1']) }));
+    assert.deepEqual(plan.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: false }]);
+    assert.equal(plan.status.containerRecreateStates?.[0]?.preStopContainerID, undefined);
+  });
+  it('another container\'s started hook does not count: a recreated container gets its own', () => {
+    const plan = planRequest(input({ preStopsStarted: new Set(['containerd://proxy-0']) }));
+    assert.deepEqual(plan.stops[0]?.preStop, { exec: { command: ['/bin/drain'] } });
+  });
+  it('the record stays on the request whatever the container does since (exited, deadline)', () => {
+    const started: ContainerRecreateState = { name: 'proxy', phase: 'Recreating', isKilled: true, preStopContainerID: 'containerd://proxy-1' };
+    const exitedPlan = planRequest(input({ crr: crr(['proxy'], {}, [started]), runtime: new Map([['proxy', exited('proxy', 143)]]) }));
+    assert.equal(exitedPlan.status.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
+    const resumedPlan = planRequest(input({ crr: crr(['proxy'], {}, [started]) }));
+    assert.equal(resumedPlan.status.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
+    const late = withSpec(crr(['proxy'], {}, [started]), { activeDeadlineSeconds: 30 });
+    assert.equal(planRequest(input({ crr: late })).status.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
+  });
+});
+
 describe('bounds', () => {
   it('grace: the strategy\'s, else the Pod\'s, capped at MAX_STRATEGY_SECONDS', () => {
     assert.equal(graceSecondsOf(5, 30), 5);
@@ -455,4 +525,39 @@ describe('kubeletRestarts in a terminal Pod', () => {
     }
   }
   it('Running, OnFailure, exit 143 → true', () => assert.equal(kubeletRestarts('OnFailure', 143, 'Running'), true));
+});
+
+describe('blockingRequest (R33): a request waits only behind an older one holding one of its containers', () => {
+  const named = (name: string, request: ContainerRecreateRequest): ContainerRecreateRequest => ({ ...request, metadata: { ...request.metadata, name } });
+  const ours = named('sidecar-termination-uid-1', crr(['proxy']));
+  const stale = (strategy: CRRStrategy = {}, states?: ContainerRecreateState[]): ContainerRecreateRequest => {
+    const r = named('user', crr(['proxy'], strategy, states));
+    return { ...r, spec: { ...r.spec, containers: [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-0', restartCount: 0 } }] } };
+  };
+  const cases: { name: string; older: ContainerRecreateRequest[]; pod?: AgentPod; want: string | undefined }[] = [
+    { name: 'no older request', older: [], want: undefined },
+    { name: 'an older one for the same container, not yet done with it', older: [named('user', crr(['proxy']))], want: 'user' },
+    { name: 'an older one for the same container, stopping it (isKilled)', older: [named('user', crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]))], want: 'user' },
+    { name: 'an older one for other containers only', older: [named('user', crr(['main']))], want: undefined },
+    { name: 'an older one whose container is final', older: [named('user', crr(['proxy'], {}, [{ name: 'proxy', phase: 'Succeeded', isKilled: true }]))], want: undefined },
+    { name: 'an older one not pinned yet (no statusContext): acts on nothing', older: [{ ...named('user', crr(['proxy'])), spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } }], want: undefined },
+    { name: 'the attack: stale statusContext, minStartedSeconds 3600, no deadline: only waits, holds nothing', older: [stale({ minStartedSeconds: 3600 }, [{ name: 'proxy', phase: 'Recreating', isKilled: false }])], want: undefined },
+    { name: 'a stale statusContext with forceRecreate, not yet killed: will stop the new one, holds it', older: [stale({ forceRecreate: true })], want: 'user' },
+    { name: 'a stale statusContext with forceRecreate, already killed: holds nothing', older: [stale({ forceRecreate: true }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }])], want: undefined },
+    { name: 'a higher restart count than the statusContext counts as recreated', older: [named('user', crr(['proxy'], { minStartedSeconds: 3600 }))], pod: pod({ statuses: [status('main', { state: 'terminated', exitCode: 0 }), status('proxy', { restartCount: 1 })] }), want: undefined },
+    { name: 'the first holder of several', older: [named('a', crr(['main'])), named('b', crr(['main', 'proxy'])), named('c', crr(['proxy']))], want: 'b' },
+  ];
+  for (const c of cases) {
+    it(c.name, () => assert.equal(blockingRequest(ours, c.older, c.pod ?? pod()), c.want));
+  }
+
+  it('the attack, planned: our request stops the sidecar while the stale one waits on', () => {
+    const user = stale({ minStartedSeconds: 3600 });
+    const userPlan = planRequest(input({ crr: user }));
+    assert.equal(userPlan.status.phase, 'Recreating');
+    assert.deepEqual(userPlan.stops, []);
+    const waitingUser = { ...user, status: userPlan.status };
+    assert.equal(blockingRequest(ours, [waitingUser], pod()), undefined);
+    assert.deepEqual(planRequest(input({ crr: ours })).stops.map((s) => s.containerID), ['containerd://proxy-1']);
+  });
 });

@@ -34,10 +34,17 @@ export interface StopOrder {
   containerID: string;
   /** Capped at MAX_STRATEGY_SECONDS. */
   graceSeconds: number;
-  /** From the Pod spec only; never set on a resumed stop. */
+  /**
+   * From the Pod spec only; set only when the agent runs it: never on a resumed stop, nor for a
+   * container whose hook an earlier request already started (`preStopsStarted`).
+   */
   preStop?: Handler;
-  /** From the Pod spec only (named ports of an httpGet/tcpSocket hook). */
+  /** The Pod spec's hook that is not run, and why (RequestInputs.httpHooks, `hookRefusal`): reported on the Pod. */
+  preStopNotRun?: string;
+  /** From the Pod spec only (named ports of an httpGet hook). */
   ports?: ContainerPort[];
+  /** The Pod spec's `lifecycle.stopSignal`: the Docker Engine is told it; a CRI runtime was given it at creation. */
+  stopSignal?: string;
   /**
    * isKilled was already recorded and the container still runs: an earlier agent began this stop
    * and died. It is finished without running the hook again and without a second Killing event.
@@ -74,11 +81,18 @@ export interface RequestInputs {
   crr: ContainerRecreateRequest;
   pod: AgentPod;
   nodeName: string;
-  /** Name of an older unfinished request for the same Pod, if any: this one waits behind it. */
+  /** Name of an older unfinished request that holds one of this one's containers (`blockingRequest`): this one waits behind it. */
   queuedBehind?: string;
   /** By container name: the runtime's view of the container ID the Pod status reports for it. */
   runtime: ReadonlyMap<string, RuntimeView>;
   nowMs: number;
+  /** false: httpGet hooks are not run (agent flag --prestop-http-hooks); default true. */
+  httpHooks?: boolean;
+  /**
+   * `<runtime>://<id>` of the containers whose hook another request of the Pod already started (its
+   * status's `preStopContainerID`): a hook runs at most once per container, whichever request asks.
+   */
+  preStopsStarted?: ReadonlySet<string>;
 }
 
 type ContainerStep =
@@ -151,7 +165,7 @@ export function planRequest(input: RequestInputs): RequestPlan {
   if (input.queuedBehind) {
     const states = crr.spec.containers.map((c) => recorded.get(c.name) ?? pending(c.name));
     return {
-      status: { phase: 'Pending', message: `waiting for ${input.queuedBehind} on the same Pod`, containerRecreateStates: states },
+      status: { phase: 'Pending', message: `waiting for ${input.queuedBehind}, which holds a container of this request`, containerRecreateStates: states },
       stops: [],
       requeueAfterMs: capRequeueMs(untilDeadline),
       events: [],
@@ -179,11 +193,17 @@ export function planRequest(input: RequestInputs): RequestPlan {
       states.push({ ...(previous ?? pending(container.name)), message: unready.message });
       requeueAfterMs = minDefined(requeueAfterMs, unready.afterMs);
     } else if (step.kind === 'stop') {
-      states.push(step.state);
-      stops.push(stopOrder(pod, container.name, step, graceSeconds));
+      const order = stopOrder(input, container.name, step, graceSeconds);
+      // Recorded with isKilled, before the hook starts: no later request runs it again.
+      states.push(order.preStop ? { ...step.state, preStopContainerID: order.containerID } : step.state);
+      stops.push(order);
     } else {
       states.push(step.state);
       requeueAfterMs = minDefined(requeueAfterMs, step.requeueAfterMs);
+    }
+    // The hook's record stays for as long as the request does, whatever the container does since.
+    if (previous?.preStopContainerID && !states[states.length - 1]!.preStopContainerID) {
+      states[states.length - 1] = { ...states[states.length - 1]!, preStopContainerID: previous.preStopContainerID };
     }
     const last = states[states.length - 1]!;
     if (strategy.orderedRecreate && last.phase !== 'Succeeded' && last.phase !== 'Failed') blocked = true;
@@ -202,14 +222,64 @@ export function planRequest(input: RequestInputs): RequestPlan {
   };
 }
 
-/** The hook and ports come from the Pod spec, never from the request; a resumed stop runs no hook. */
-function stopOrder(pod: AgentPod, name: string, step: { containerID: string; resumed: boolean }, graceSeconds: number): StopOrder {
+/**
+ * The older unfinished request (of `older`, oldest first) that `crr` waits behind, or undefined: one
+ * that holds a container `crr` names. A request holds a container until it is done with it, and
+ * stops holding it once the container it was about is gone (recreated: another ID or a higher
+ * restart count than its statusContext), unless it still has to stop the new one (forceRecreate,
+ * not yet killed). So a request that only waits for a recreated container to prove itself
+ * (minStartedSeconds) holds nothing, and one for other containers never holds this one up.
+ */
+export function blockingRequest(crr: ContainerRecreateRequest, older: readonly ContainerRecreateRequest[], pod: AgentPod): string | undefined {
+  const wanted = new Set(crr.spec.containers.map((c) => c.name));
+  return older.find((o) => o.spec.containers.some((c) => wanted.has(c.name) && holds(o, c, pod)))?.metadata.name;
+}
+
+function holds(request: ContainerRecreateRequest, container: CRRContainer, pod: AgentPod): boolean {
+  const state = request.status?.containerRecreateStates?.find((s) => s.name === container.name);
+  if (isFinal(state)) return false;
+  const context = container.statusContext;
+  // Not pinned yet: it acts on nothing until the controller pins it (and this is decided again).
+  if (!context) return false;
+  const status = pod.statuses.find((s) => s.name === container.name);
+  if (!status || !wasRecreated(status, context)) return true;
+  return (request.spec.strategy?.forceRecreate ?? false) && !(state?.isKilled ?? false);
+}
+
+/**
+ * The hook, ports and stop signal come from the Pod spec, never from the request. A resumed stop
+ * runs no hook, nor does a container whose hook another request already started.
+ */
+function stopOrder(input: RequestInputs, name: string, step: { containerID: string; resumed: boolean }, graceSeconds: number): StopOrder {
   const order: StopOrder = { name, containerID: step.containerID, graceSeconds, resumed: step.resumed };
-  if (step.resumed) return order;
-  const spec = pod.containers.find((c) => c.name === name);
-  if (spec?.preStop) order.preStop = spec.preStop;
-  if (spec?.ports) order.ports = spec.ports;
+  const spec = input.pod.containers.find((c) => c.name === name);
+  if (spec?.stopSignal) order.stopSignal = spec.stopSignal;
+  if (step.resumed || !spec?.preStop || input.preStopsStarted?.has(step.containerID)) return order;
+  const refusal = hookRefusal(spec.preStop, input.httpHooks ?? true);
+  if (refusal) {
+    order.preStopNotRun = refusal;
+    return order;
+  }
+  order.preStop = spec.preStop;
+  if (spec.ports) order.ports = spec.ports;
   return order;
+}
+
+const HOOK_KINDS = new Set(['exec', 'httpGet', 'sleep', 'tcpSocket']);
+
+/**
+ * Why a preStop hook is not run, or undefined: kubelet does not run `tcpSocket` as a lifecycle
+ * handler (only as a probe), a kind a later release adds is unknown here, and operators may turn
+ * httpGet hooks off (they are sent from the agent's network position, the node's).
+ */
+export function hookRefusal(hook: Handler, httpHooks: boolean): string | undefined {
+  const unknown = Object.keys(hook).filter((kind) => !HOOK_KINDS.has(kind));
+  if (unknown.length > 0) return `the preStop hook's kind ${JSON.stringify(unknown.join(', '))} is unknown to this agent, so it was not run`;
+  if (hook.tcpSocket) return 'a tcpSocket preStop hook is not run: kubelet runs tcpSocket only as a probe, never as a lifecycle hook';
+  if (hook.exec) return hook.exec.command?.length ? undefined : 'the exec preStop hook has no command, so it was not run';
+  if (hook.httpGet) return httpHooks ? undefined : 'HTTP preStop hooks are turned off on this node\'s agent (--prestop-http-hooks=false), so it was not run';
+  if (hook.sleep) return undefined;
+  return 'the preStop hook names no action, so it was not run';
 }
 
 /** A reason the request does not match its Pod at all (labels, node), or undefined. */

@@ -1,15 +1,15 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
+import { KIND, LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
 import { EventRecorder } from '../common/events.ts';
 import { UrgentWrites } from '../common/urgent-writes.ts';
 import { startHealthServer } from '../common/http.ts';
-import { KubeClient, userAgentFor } from '../common/kube/client.ts';
+import { getObject, KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
-import { createIfAbsent } from '../common/kube/errors.ts';
+import { createIfAbsent, ignoreNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
@@ -120,6 +120,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     metrics,
     log,
     requeue: enqueue,
+    httpHooks: config.prestopHttpHooks,
   });
   const exits = new ExitHandler({
     nodeName: config.nodeName,
@@ -128,6 +129,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: (body) => creates.run(() => createIfAbsent(client, requestPath(body.metadata.namespace), body)),
+    readRequest: (namespace, name) => getObject<ContainerRecreateRequest>(client, requestPath(namespace, name), KIND).catch(ignoreNotFound),
     ownerOf: (containerID) => owners.ownerOf(containerID),
     runtimeAnswer: (containerID, container) => reconciler.runtimeAnswer(containerID, container),
     created: (request, timing) => {

@@ -35,6 +35,8 @@ export interface AgentContainerSpec {
   name: string;
   preStop?: Handler;
   ports?: ContainerPort[];
+  /** `lifecycle.stopSignal` (e.g. SIGUSR1): the signal the container is stopped with, instead of the image's. */
+  stopSignal?: string;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -72,6 +74,7 @@ export function projectAgentPod(pod: V1Pod): AgentPod {
       name: c.name,
       preStop: c.lifecycle?.preStop as Handler | undefined,
       ports: c.ports as ContainerPort[] | undefined,
+      ...(c.lifecycle?.stopSignal ? { stopSignal: c.lifecycle.stopSignal } : {}),
     })),
     statuses: (pod.status?.containerStatuses ?? []).map(projectStatus),
     readiness: readiness && {

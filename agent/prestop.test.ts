@@ -1,9 +1,10 @@
-// preStop hooks against real loopback servers (HTTP and TCP); exec hooks run through the real
-// runtimes in test/ and e2e/.
+// preStop hooks against real loopback HTTP servers (one that drips header lines forever among them),
+// sleeps and hanging execs: each bounded by the grace period as a total deadline. Exec hooks run
+// through the real runtimes in test/ and e2e/; which hooks run at all is agent/decide.ts's
+// hookRefusal (agent/decide.test.ts).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { resolvePort, runPreStop } from './prestop.ts';
 import type { HookTarget } from './prestop.ts';
@@ -16,25 +17,26 @@ describe('runPreStop', () => {
   let server: http.Server;
   let port: number;
   const seen: { path?: string; header?: string }[] = [];
-  let tcp: net.Server;
-  let tcpPort: number;
 
   before(async () => {
     server = http.createServer((req, res) => {
       seen.push({ path: req.url, header: req.headers['x-drain'] as string | undefined });
       if (req.url === '/slow') return; // never answers
+      if (req.url === '/drip') {
+        // Headers that never end: a line every 50 ms keeps any idle timeout from firing.
+        res.socket!.write('HTTP/1.1 200 OK\r\n');
+        const drip = setInterval(() => res.socket!.write(`X-Drip: ${Date.now()}\r\n`), 50);
+        res.socket!.on('close', () => clearInterval(drip));
+        return;
+      }
       res.writeHead(req.url === '/fail' ? 500 : 200).end();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
-    tcp = net.createServer((c) => c.end());
-    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
-    tcpPort = (tcp.address() as AddressInfo).port;
   });
   after(() => {
     server.closeAllConnections();
     server.close();
-    tcp.close();
   });
 
   it('httpGet against the Pod IP, with path and headers', async () => {
@@ -51,12 +53,12 @@ describe('runPreStop', () => {
   });
   it('httpGet that does not answer is cut off at the timeout', async () => {
     const started = Date.now();
-    assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 300))!, /timed out after 300ms/);
+    assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 300))!, /did not finish within 300ms/);
     assert.ok(Date.now() - started < 2_000);
   });
   it('a grace period of 0 still bounds the hook (0 is "no timeout" to Node sockets)', async () => {
     const started = Date.now();
-    assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 0))!, /timed out after 1000ms/);
+    assert.match((await runPreStop({ httpGet: { port, path: '/slow' } }, target(), 0))!, /did not finish within 1000ms/);
     assert.ok(Date.now() - started < 3_000);
   });
   it('httpGet to the hook host instead of the Pod IP', async () => {
@@ -65,22 +67,42 @@ describe('runPreStop', () => {
   it('no Pod IP and no host: a clear failure', async () => {
     assert.match((await runPreStop({ httpGet: { port } }, target({ podIP: undefined }), 500))!, /no IP yet/);
   });
-  it('tcpSocket connects', async () => {
-    assert.equal(await runPreStop({ tcpSocket: { port: tcpPort } }, target(), 2_000), undefined);
+  it('httpGet whose server drips header lines and never ends them: cut off at the deadline, the socket closed', async () => {
+    const started = Date.now();
+    assert.match((await runPreStop({ httpGet: { port, path: '/drip' } }, target(), 600))!, /HTTP GET port .* did not finish within 600ms/);
+    const took = Date.now() - started;
+    assert.ok(took >= 550 && took < 1_500, `took ${took} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+    const open = await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
+    assert.equal(open, 0, 'the hook\'s connection is closed');
   });
-  it('tcpSocket to a closed port fails with the address', async () => {
-    const closed = net.createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const freePort = (closed.address() as AddressInfo).port;
-    await new Promise((r) => closed.close(r));
-    assert.match((await runPreStop({ tcpSocket: { port: freePort } }, target(), 1_000))!, new RegExp(`TCP connect 127.0.0.1:${freePort}`));
+  it('sleep waits its seconds, then succeeds', async () => {
+    const started = Date.now();
+    assert.equal(await runPreStop({ sleep: { seconds: 0.3 } }, target(), 2_000), undefined);
+    assert.ok(Date.now() - started >= 290);
+  });
+  it('sleep 0 returns at once (kubelet\'s zero sleep)', async () => {
+    const started = Date.now();
+    assert.equal(await runPreStop({ sleep: { seconds: 0 } }, target(), 2_000), undefined);
+    assert.ok(Date.now() - started < 200);
+  });
+  it('sleep longer than the grace period is cut off at the grace period', async () => {
+    const started = Date.now();
+    assert.match((await runPreStop({ sleep: { seconds: 60 } }, target(), 300))!, /sleep 60s did not finish within 300ms/);
+    assert.ok(Date.now() - started < 1_000);
+  });
+  it('an exec the runtime never answers is cut off at the deadline', async () => {
+    const runtime = { exec: () => new Promise(() => {}) } as unknown as ContainerRuntime;
+    const started = Date.now();
+    assert.match((await runPreStop({ exec: { command: ['/hang'] } }, target({ runtime }), 300))!, /exec \["\/hang"\] did not finish within 300ms/);
+    assert.ok(Date.now() - started < 1_000);
   });
   it('exec reports a non-zero exit with its output', async () => {
     const runtime = { exec: async () => ({ exitCode: 3, stdout: '', stderr: 'drain refused\n' }) } as unknown as ContainerRuntime;
     assert.equal(await runPreStop({ exec: { command: ['/drain'] } }, target({ runtime }), 1_000), 'exec ["/drain"] exited with code 3: drain refused');
   });
   it('an unknown named port is a clear failure', async () => {
-    assert.match((await runPreStop({ tcpSocket: { port: 'nope' } }, target(), 500))!, /named port "nope" not found/);
+    assert.match((await runPreStop({ httpGet: { port: 'nope' } }, target(), 500))!, /named port "nope" not found/);
   });
 });
 

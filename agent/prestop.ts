@@ -1,8 +1,9 @@
 // Runs a container's preStop hook as kubelet would: exec in the container, an HTTP GET against the
-// Pod (or the hook's host), or a TCP connect. A failing hook is reported, and the stop goes on.
+// Pod (or the hook's host), or a sleep; the whole hook within the grace period, whatever it does
+// meanwhile (a server dripping header lines forever holds nothing). Which hooks are run at all is
+// decided before (agent/decide.ts `hookRefusal`). A failing hook is reported, and the stop goes on.
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
@@ -17,18 +18,41 @@ export interface HookTarget {
 /** The hook's bound when the grace period is 0. */
 const ZERO_GRACE_HOOK_TIMEOUT_MS = 1000;
 
-/** Runs the hook within `requestedTimeoutMs` (a second when 0); resolves to an error message when it failed, else undefined. */
+/**
+ * Runs the hook with `requestedTimeoutMs` (the grace period; a second when 0) as its total deadline;
+ * resolves to an error message when it failed or was cut off, else undefined.
+ */
 export async function runPreStop(hook: Handler, target: HookTarget, requestedTimeoutMs: number): Promise<string | undefined> {
-  // A timeout of 0 means "none" to Node's sockets: a grace period of 0 still bounds the hook.
+  // A timeout of 0 means "none" to Node's timers and sockets: a grace period of 0 still bounds the hook.
   const timeoutMs = requestedTimeoutMs > 0 ? requestedTimeoutMs : ZERO_GRACE_HOOK_TIMEOUT_MS;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  const cutOff = new Promise<string>((resolve) => {
+    deadline.signal.addEventListener('abort', () => resolve(`${describe(hook)} did not finish within ${timeoutMs}ms (the grace period)`), { once: true });
+  });
   try {
-    if (hook.exec?.command?.length) return await runExec(hook.exec.command, target, timeoutMs);
-    if (hook.httpGet) return await runHttpGet(hook.httpGet, target, timeoutMs);
-    if (hook.tcpSocket) return await runTcp(hook.tcpSocket, target, timeoutMs);
-    return undefined;
+    return await Promise.race([run(hook, target, timeoutMs, deadline.signal), cutOff]);
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
+  } finally {
+    clearTimeout(timer);
+    deadline.abort();
   }
+}
+
+function run(hook: Handler, target: HookTarget, timeoutMs: number, signal: AbortSignal): Promise<string | undefined> {
+  if (hook.exec?.command?.length) return runExec(hook.exec.command, target, timeoutMs);
+  if (hook.httpGet) return runHttpGet(hook.httpGet, target, signal);
+  if (hook.sleep) return sleep(hook.sleep.seconds * 1000, signal);
+  // agent/decide.ts hands over no other kind.
+  return Promise.resolve(`${describe(hook)} is not run by the agent`);
+}
+
+function describe(hook: Handler): string {
+  if (hook.exec) return `exec ${JSON.stringify(hook.exec.command ?? [])}`;
+  if (hook.httpGet) return `HTTP GET port ${JSON.stringify(hook.httpGet.port)} path ${JSON.stringify(hook.httpGet.path ?? '/')}`;
+  if (hook.sleep) return `sleep ${hook.sleep.seconds}s`;
+  return `hook ${JSON.stringify(Object.keys(hook))}`;
 }
 
 async function runExec(command: string[], target: HookTarget, timeoutMs: number): Promise<string | undefined> {
@@ -36,6 +60,14 @@ async function runExec(command: string[], target: HookTarget, timeoutMs: number)
   if (result.exitCode === 0) return undefined;
   const output = (result.stderr || result.stdout).trim().slice(0, 512);
   return `exec ${JSON.stringify(command)} exited with code ${result.exitCode}${output ? `: ${output}` : ''}`;
+}
+
+/** As kubelet's sleep action: a negative or zero duration returns at once. */
+function sleep(ms: number, signal: AbortSignal): Promise<undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, Math.max(0, ms));
+    signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+  });
 }
 
 /** A named port resolves through the container's ports, as kubelet does. */
@@ -53,7 +85,7 @@ function hostOf(host: string | undefined, target: HookTarget): string {
   return resolved;
 }
 
-function runHttpGet(get: NonNullable<Handler['httpGet']>, target: HookTarget, timeoutMs: number): Promise<string | undefined> {
+function runHttpGet(get: NonNullable<Handler['httpGet']>, target: HookTarget, signal: AbortSignal): Promise<string | undefined> {
   const port = resolvePort(get.port, target.ports);
   const host = hostOf(get.host, target);
   const client = get.scheme === 'HTTPS' ? https : http;
@@ -61,29 +93,13 @@ function runHttpGet(get: NonNullable<Handler['httpGet']>, target: HookTarget, ti
   for (const h of get.httpHeaders ?? []) headers[h.name] = h.value;
   const path = get.path ? (get.path.startsWith('/') ? get.path : `/${get.path}`) : '/';
   return new Promise((resolve, reject) => {
-    // Like kubelet, HTTPS hooks do not verify the certificate.
-    const req = client.get({ host, port, path, headers, timeout: timeoutMs, rejectUnauthorized: false }, (res) => {
+    // Like kubelet, HTTPS hooks do not verify the certificate. The deadline's signal destroys the
+    // socket, however the server drips its answer.
+    const req = client.get({ host, port, path, headers, signal, rejectUnauthorized: false }, (res) => {
       res.resume();
       const code = res.statusCode ?? 0;
       resolve(code >= 200 && code < 400 ? undefined : `HTTP GET ${host}:${port}${path} returned ${code}`);
     });
-    req.on('timeout', () => req.destroy(new Error(`HTTP GET ${host}:${port}${path} timed out after ${timeoutMs}ms`)));
     req.on('error', reject);
-  });
-}
-
-function runTcp(tcp: NonNullable<Handler['tcpSocket']>, target: HookTarget, timeoutMs: number): Promise<string | undefined> {
-  const port = resolvePort(tcp.port, target.ports);
-  const host = hostOf(tcp.host, target);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port, timeout: timeoutMs }, () => {
-      socket.destroy();
-      resolve(undefined);
-    });
-    socket.on('timeout', () => {
-      socket.destroy();
-      resolve(`TCP connect ${host}:${port} timed out after ${timeoutMs}ms`);
-    });
-    socket.on('error', (err) => resolve(`TCP connect ${host}:${port}: ${err.message}`));
   });
 }

@@ -59,6 +59,8 @@ interface Harness {
   events: () => Promise<{ type: string; reason: string }[]>;
   counts: Map<string, number>;
   stopTimeouts: number[];
+  /** The signal each stop was sent with (undefined: the container's own). */
+  stopSignals: (string | undefined)[];
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   cache: { stale?: ContainerRecreateRequest[] };
   /** The fields of each 'container stopped' log line. */
@@ -91,6 +93,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const calls: string[] = [];
   const counts = new Map<string, number>();
   const stopTimeouts: number[] = [];
+  const stopSignals: (string | undefined)[] = [];
   let release = () => {};
   const held = new Promise<void>((resolve) => {
     release = resolve;
@@ -107,9 +110,10 @@ function harness(options: HarnessOptions = {}): Harness {
       calls.push(`status ${id}`);
       return options.status ? options.status(id, statusCalls++) : running(id);
     },
-    stop: async (id, timeoutSeconds) => {
+    stop: async (id, timeoutSeconds, signal) => {
       calls.push(`stop ${id}`);
       stopTimeouts.push(timeoutSeconds);
+      stopSignals.push(signal);
       if (options.holdStops) await held;
       await options.stop?.();
     },
@@ -169,7 +173,7 @@ function harness(options: HarnessOptions = {}): Harness {
   };
   const patches = () => api.calls.filter((c) => c.method === 'patch').map((c) => (c.body as { status: CRRStatus }).status);
   return {
-    reconciler, reconcilerDeps, api, calls, events, counts, stopTimeouts, cache, stoppedLogs, release: () => release(),
+    reconciler, reconcilerDeps, api, calls, events, counts, stopTimeouts, stopSignals, cache, stoppedLogs, release: () => release(),
     get patches() { return patches(); },
   };
 }
@@ -316,7 +320,9 @@ describe('Reconciler: the API server\'s answers', () => {
       if (row.inApi) h.api.set(POD_PATH, apiPod());
       await h.reconciler.reconcile(KEY);
       await h.reconciler.drain(5_000);
-      assert.deepEqual(h.api.lines({ method: 'get' }), [`GET ${POD_PATH} ${row.inApi ? 200 : 404}`]);
+      // A stop with a hook also asks whether another request of the Pod started the hook already.
+      const hookCheck = row.stops ? [`GET ${requestPath('ns')} 200`] : [];
+      assert.deepEqual(h.api.lines({ method: 'get' }), [`GET ${POD_PATH} ${row.inApi ? 200 : 404}`, ...hookCheck]);
       if (row.stops) {
         assert.deepEqual(h.calls, STOPPED);
         return;
@@ -412,7 +418,7 @@ describe('Reconciler: the API server\'s answers', () => {
     assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${REQUEST}/status 200`, `PATCH ${REQUEST}/status 409`, `PATCH ${REQUEST}/status 200`]);
     const stored = h.api.object<ContainerRecreateRequest>(REQUEST)!;
     assert.equal(stored.metadata.annotations?.['written-by'], 'controller');
-    assert.deepEqual(stored.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Failed', isKilled: true, message: 'stop: container did not stop' }]);
+    assert.deepEqual(stored.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Failed', isKilled: true, preStopContainerID: 'containerd://proxy-1', message: 'stop: container did not stop' }]);
     assert.equal(h.counts.get('stops{"result":"failed"}'), 1);
   });
 
@@ -563,5 +569,110 @@ describe('Reconciler: a stop without a hook', () => {
     h.reconciler.adopt({ ...created, spec: { ...created.spec, podName: 'other-pod' } }, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 });
     await h.reconciler.reconcile(KEY);
     assert.deepEqual(h.calls, []);
+  });
+});
+
+describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run', () => {
+  it('the Pod spec\'s stopSignal is handed to the runtime with the stop', async () => {
+    const h = harness({ pod: agentPod({ containers: [{ name: 'main' }, { name: 'proxy', stopSignal: 'SIGUSR1' }] }) });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.stopSignals, ['SIGUSR1']);
+  });
+
+  for (const [name, preStop, httpHooks] of [
+    ['a tcpSocket hook', { tcpSocket: { port: 22 } }, true],
+    ['a hook kind unknown to the agent', { grpc: { port: 9000 } }, true],
+    ['an httpGet hook with HTTP hooks turned off', { httpGet: { port: 8080 } }, false],
+  ] as const) {
+    it(`${name}: not run, a PreStopHookNotRun Warning on the Pod, and the stop goes on at once`, async () => {
+      const h = harness({ pod: agentPod({ containers: [{ name: 'main' }, { name: 'proxy', preStop: preStop as object }] }) });
+      const reconciler = new Reconciler({ ...h.reconcilerDeps, httpHooks });
+      await reconciler.reconcile(KEY);
+      await reconciler.drain(5_000);
+      assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
+      assert.deepEqual(await h.events(), [{ type: 'Normal', reason: EVENT_REASONS.killing }, { type: 'Warning', reason: EVENT_REASONS.preStopHookNotRun }]);
+    });
+  }
+
+  it('a hook runs at most once per container: a request past its deadline while the agent was down, then the next request', async () => {
+    // The first agent records isKilled and the hook's container, runs the hook, and dies before the stop.
+    const h = harness({ stop: () => new Promise(() => {}) });
+    await h.reconciler.reconcile(KEY);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('exec')), ['exec proxy-1 /bin/drain']);
+    const first = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    assert.equal(first.status?.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
+    // Its deadline passes (the controller completes it); the controller creates the next attempt.
+    h.api.set(REQUEST, { ...first, status: { ...first.status, phase: 'Completed', message: 'activeDeadlineSeconds passed' } });
+    const second = request();
+    h.api.set(requestPath('ns', 'r2'), { ...second, metadata: { ...second.metadata, name: 'r2', uid: 'req-2', creationTimestamp: new Date(Date.now() + 1000).toISOString() } });
+    const next = new Reconciler({ ...h.reconcilerDeps, runtimeFor: h.reconcilerDeps.runtimeFor });
+    h.calls.length = 0;
+    const stops = h.stopTimeouts.length;
+    await next.reconcile(KEY);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('exec')), [], 'the hook is not run a second time');
+    assert.equal(h.stopTimeouts.length, stops + 1, 'the container is stopped');
+    const r2 = h.api.object<ContainerRecreateRequest>(requestPath('ns', 'r2'))!;
+    assert.deepEqual(r2.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]);
+  });
+
+  it('the Pod\'s other requests are read in pages (a Pod with many requests)', async () => {
+    const h = harness();
+    for (let i = 0; i < 250; i++) {
+      const r = request([{ name: 'proxy', phase: 'Succeeded', isKilled: true, ...(i === 249 ? { preStopContainerID: 'containerd://proxy-1' } : {}) }]);
+      h.api.set(requestPath('ns', `old-${i}`), { ...r, metadata: { ...r.metadata, name: `old-${i}`, uid: `old-${i}` }, status: { ...r.status, phase: 'Completed' } });
+    }
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.ok(!h.calls.some((c) => c.startsWith('exec')), 'the record on the last page counts');
+    const lists = h.api.calls.filter((c) => c.method === 'get' && c.path === requestPath('ns'));
+    assert.equal(lists.length, 3);
+  });
+});
+
+describe('Reconciler: a Pod\'s requests side by side (R33, R34)', () => {
+  /** Another request of the Pod, stored next to r1 (created a minute earlier unless `createdAgoMs`). */
+  function another(h: Harness, name: string, over: { uidLabel?: string; contextID?: string; strategy?: object; createdAgoMs?: number } = {}): void {
+    const base = request(undefined, over.contextID ?? 'containerd://proxy-1');
+    h.api.set(requestPath('ns', name), {
+      ...base,
+      metadata: { ...base.metadata, name, uid: `uid-${name}`, creationTimestamp: new Date(Date.now() - (over.createdAgoMs ?? 60_000)).toISOString(), labels: { 'crr.sidecar-terminator.dev/pod-uid': over.uidLabel ?? 'uid-1' } },
+      spec: { ...base.spec, activeDeadlineSeconds: undefined, ...(over.strategy ? { strategy: over.strategy } : {}) },
+    });
+  }
+
+  it('an older user request with a stale statusContext, minStartedSeconds 3600 and no deadline does not hold ours for the sidecar', async () => {
+    const h = harness({ pod: hookless() });
+    another(h, 'user', { contextID: 'containerd://proxy-0', strategy: { minStartedSeconds: 3600 } });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.ok(h.calls.includes('stop proxy-1'), h.calls.join(', '));
+    const user = h.api.object<ContainerRecreateRequest>(requestPath('ns', 'user'));
+    assert.equal(user?.status?.phase, 'Recreating', 'the stale one only waits');
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.containerRecreateStates?.[0]?.isKilled, true);
+  });
+
+  it('an older request that still has to stop the same container holds the later one Pending', async () => {
+    const h = harness({ pod: hookless(), holdStops: true });
+    another(h, 'user');
+    await h.reconciler.reconcile(KEY);
+    assert.match(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.message ?? '', /^waiting for user, which holds a container of this request$/);
+    h.release();
+    await h.reconciler.drain(5_000);
+    assert.equal(h.calls.filter((c) => c === 'stop proxy-1').length, 1);
+  });
+
+  it('refusals: every request counted and completed, one RequestRefused Warning for the Pod', async () => {
+    // The Pod as a forged status would show it: on another node than this agent's.
+    const h = harness({ pod: agentPod({ nodeName: 'node-b', containers: [{ name: 'main' }, { name: 'proxy' }] }) });
+    for (const name of ['f1', 'f2', 'f3']) another(h, name);
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.equal(h.counts.get('refused{"reason":"other-node"}'), 4);
+    assert.equal(h.counts.get('completed{"outcome":"refused"}'), 4);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.requestRefused]);
   });
 });

@@ -9,11 +9,12 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
+import { FirstTimes } from '../common/first-times.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
-import { isFinal, ownerRefusal, planRequest } from './decide.ts';
+import { blockingRequest, isFinal, ownerRefusal, planRequest } from './decide.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
@@ -38,6 +39,8 @@ export interface ReconcilerDeps {
   log: Logger;
   /** Asks for the Pod's requests to be looked at again (after a stop finishes). */
   requeue: (podKey: string) => void;
+  /** false: httpGet preStop hooks are not run (--prestop-http-hooks=false); default true. */
+  httpHooks?: boolean;
   now?: () => number;
 }
 
@@ -48,6 +51,8 @@ const MIN_STOP_SECONDS = 2;
  */
 const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
+/** How many Pods' refusals are remembered (as the controller's): beyond, a Pod may be told again. */
+const MAX_REFUSAL_PODS = 10_000;
 
 export function podKey(namespace: string, podName: string): string {
   return `${namespace}/${podName}`;
@@ -85,6 +90,8 @@ export class Reconciler {
   private readonly prefetched = new Map<string, { atMs: number; container: RuntimeContainer }>();
   /** When each request became known to this agent, by uid: only for the step histograms and logs. */
   private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
+  /** Pods (by uid) told of a refused request: one RequestRefused Warning each, for MAX_REFUSAL_PODS Pods. */
+  private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -174,27 +181,65 @@ export class Reconciler {
       return;
     }
 
-    const [first, ...waiting] = requests as [ContainerRecreateRequest, ...ContainerRecreateRequest[]];
-    for (const r of waiting) {
-      const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind: first.metadata.name, runtime: new Map(), nowMs: this.now() });
+    // Each request waits only behind an older one that holds one of its containers (R33).
+    const free: ContainerRecreateRequest[] = [];
+    for (const [i, r] of requests.entries()) {
+      const queuedBehind = blockingRequest(r, requests.slice(0, i), pod);
+      if (!queuedBehind) {
+        free.push(r);
+        continue;
+      }
+      const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind, runtime: new Map(), nowMs: this.now() });
       await this.apply(r, pod, plan);
     }
+    const delays = (await Promise.all(free.map((r) => this.carryOut(r, pod, key, actingAtMs)))).filter((ms) => ms !== undefined);
+    return delays.length > 0 ? { requeueAfterMs: Math.min(...delays) } : undefined;
+  }
 
+  /** Plans a request no other holds up, starts the stops it orders and writes its status; returns when to look again. */
+  private async carryOut(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number): Promise<number | undefined> {
     const checkStartMs = this.now();
-    const runtime = await this.runtimeViews(first, pod);
+    const runtime = await this.runtimeViews(request, pod);
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
-    const plan = planRequest({ crr: first, pod, nodeName: this.deps.nodeName, runtime, nowMs: this.now() });
+    const inputs = { crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true };
+    let plan = planRequest({ ...inputs, nowMs: this.now() });
+    // A hook runs at most once per container, whichever request asks: before one starts, the Pod's
+    // other requests (completed ones too) are asked whether one of them started it already.
+    if (plan.stops.some((s) => s.preStop)) {
+      const preStopsStarted = await this.preStopsStartedElsewhere(request, pod);
+      if (plan.stops.some((s) => s.preStop && preStopsStarted.has(s.containerID))) plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now() });
+    }
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
-    if (this.closing && plan.stops.length > 0) return;
+    if (this.closing && plan.stops.length > 0) return undefined;
     // A hook must never run twice, so isKilled is in the API before it (and its stop) begins: a
     // restarted agent resumes without it. A stop alone is addressed by container ID and repeating it
     // is harmless, so it is sent at once, beside the status write, with the runtime view just taken.
     for (const stop of plan.stops) {
-      if (!stop.preStop) this.startStop(first, pod, stop, key, timing, runtime.get(stop.name)?.container);
+      if (!stop.preStop) this.startStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
     }
-    const written = await this.apply(first, pod, plan);
+    const written = await this.apply(request, pod, plan);
     for (const stop of plan.stops) if (stop.preStop) this.startStop(written, pod, stop, key, timing);
-    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+    return plan.requeueAfterMs;
+  }
+
+  /**
+   * The containers (`<runtime>://<id>`) whose hook a request of the Pod other than `crr` started, by
+   * their status's preStopContainerID: read from the API, paged, as the watch holds only active
+   * requests. Only our components write a request's status, so it cannot be forged by its creator.
+   */
+  private async preStopsStartedElsewhere(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Set<string>> {
+    const started = new Set<string>();
+    let page: string | undefined;
+    do {
+      const list = await this.deps.client.get<{ items: ContainerRecreateRequest[]; metadata?: { continue?: string } }>(
+        requestPath(pod.namespace), { labelSelector: `${LABEL_POD_UID}=${pod.uid}`, limit: 100, ...(page ? { continue: page } : {}) });
+      for (const r of list.items) {
+        if (r.metadata.uid === crr.metadata.uid) continue;
+        for (const s of r.status?.containerRecreateStates ?? []) if (s.preStopContainerID) started.add(s.preStopContainerID);
+      }
+      page = list.metadata?.continue || undefined;
+    } while (page);
+    return started;
   }
 
   /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */
@@ -211,10 +256,15 @@ export class Reconciler {
     const written = await this.writeStatus(crr, plan.status, plan.refusal ? 'refused' : outcomeOf(plan.status));
     if (!changed) return written;
     if (plan.refusal) this.reportRefusal(crr, pod, plan.refusal);
-    for (const event of plan.events) this.deps.events.emit(podRef(pod), event);
+    for (const event of plan.events) {
+      // One RequestRefused a Pod (R34): a namespace's requests cannot flood it with Warnings.
+      if (event.reason === EVENT_REASONS.requestRefused && !this.refusalTold.first(pod.uid)) continue;
+      this.deps.events.emit(podRef(pod), event);
+    }
     return written;
   }
 
+  /** Counted and logged for every request; the Pod's Warning comes from the plan, or refuseNow. */
   private reportRefusal(crr: ContainerRecreateRequest, pod: AgentPod, refusal: Refusal): void {
     this.deps.metrics.requestsRefused.inc({ reason: refusal.reason });
     this.deps.log.warn('request refused', {
@@ -351,6 +401,9 @@ export class Reconciler {
       this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name });
     } else {
       this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
+      if (order.preStopNotRun) {
+        this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.preStopHookNotRun, message: `PreStop hook of container ${order.name} not run: ${order.preStopNotRun}; the container is stopped` });
+      }
     }
     const { graceSeconds } = order; // bounded by the planner (graceSecondsOf)
     let prestopDoneAtMs: number | undefined;
@@ -364,7 +417,7 @@ export class Reconciler {
     const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (this.now() - started) / 1000));
     try {
       const stopSentAtMs = this.now();
-      await runtime.stop(parsed.id, remaining);
+      await runtime.stop(parsed.id, remaining, order.stopSignal);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.now();
       const known = crr.metadata.uid ? this.known.get(crr.metadata.uid) : undefined;
@@ -409,7 +462,7 @@ export class Reconciler {
         s.name === container ? { ...s, phase: 'Failed', message: refusal.message } : s);
       return { ...latest.status, phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: refusal.message, containerRecreateStates: states };
     });
-    if (replaced && !isCompleted(replaced)) {
+    if (replaced && !isCompleted(replaced) && this.refusalTold.first(pod.uid)) {
       this.deps.events.emit(podRef(pod), { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request ${crr.metadata.name} ${refusal.message}` });
     }
   }

@@ -82,6 +82,11 @@ export interface ContainerRecreateState {
   phase: ContainerRecreatePhase;
   message?: string;
   isKilled?: boolean;
+  /**
+   * `<runtime>://<id>` whose preStop hook this request started (written with isKilled, before the
+   * hook): another request for that container runs no hook (a hook runs at most once per container).
+   */
+  preStopContainerID?: string;
   exitCode?: number;
 }
 

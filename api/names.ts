@@ -16,6 +16,8 @@ export const ANNOTATION_IGNORE_EXIT_CODE = 'sidecar-terminator.dev/ignore-exit-c
 
 /** Pod condition set together with a phase patch (rules R19, R22, R23 in docs/design.md). */
 export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
+/** Kubelet's Pod condition while it starts every container of the Pod over in place (a RestartAllContainers rule). */
+export const CONDITION_ALL_CONTAINERS_RESTARTING = 'AllContainersRestarting';
 
 /** Node label that marks a virtual node (virtual-kubelet). */
 export const VIRTUAL_NODE_LABEL_KEY = 'type';
@@ -39,9 +41,13 @@ export const EVENT_REASONS = {
   sidecarFailedPod: 'SidecarFailedPod',
   /** A sidecar that has not started (image pull or config error) while the mains are done. */
   sidecarNotStarted: 'SidecarNotStarted',
+  /** Every container of the Pod is marked as a sidecar: the Pod is left alone. */
+  noMainContainer: 'SidecarNoMainContainer',
   /** The agent stops a container. */
   killing: 'Killing',
   failedPreStopHook: 'FailedPreStopHook',
+  /** A preStop hook the agent does not run (tcpSocket, a kind unknown to it, HTTP hooks turned off); the stop goes on. */
+  preStopHookNotRun: 'PreStopHookNotRun',
   /** A request that does not match its Pod (runtime labels, node, uid) was refused; nothing was executed. */
   requestRefused: 'RequestRefused',
   /** The API refused a request the controller built (e.g. invalid); it is not retried in a loop. */

@@ -10,11 +10,15 @@ export interface HTTPGetAction {
   scheme?: 'HTTP' | 'HTTPS';
   httpHeaders?: HTTPHeader[];
 }
+/** Kubelet does not run it as a lifecycle handler (only as a probe); the agent refuses it too. */
 export interface TCPSocketAction { port: number | string; host?: string }
+export interface SleepAction { seconds: number }
+/** A lifecycle handler as the Pod spec has it: kinds a later release adds arrive as other keys. */
 export interface Handler {
   exec?: ExecAction;
   httpGet?: HTTPGetAction;
   tcpSocket?: TCPSocketAction;
+  sleep?: SleepAction;
 }
 export interface ContainerPort { name?: string; containerPort: number; protocol?: string }
 

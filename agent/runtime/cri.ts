@@ -111,7 +111,16 @@ export class CriRuntime implements ContainerRuntime {
     }
   }
 
-  async stop(id: string, timeoutSeconds: number): Promise<void> {
+  /**
+   * StopContainer, then the container's status: containerd 2 answers the stop of an ID it does not
+   * know with success (1.6 with NotFound), so only the status proves there was a container to stop.
+   */
+  /**
+   * StopContainer has no signal: kubelet put the Pod spec's stopSignal into the container's config
+   * at creation (ContainerConfig.stop_signal), and the runtime stops with it (containerd 2.1+);
+   * `_signal` is therefore not sent.
+   */
+  async stop(id: string, timeoutSeconds: number, _signal?: string): Promise<void> {
     assertContainerId(id);
     assertTimeout(`CRI StopContainer for container ${id} on ${this.socket}`, timeoutSeconds, 0);
     await this.#client.call(
@@ -119,6 +128,16 @@ export class CriRuntime implements ContainerRuntime {
       { containerId: id, timeout: timeoutSeconds },
       { timeoutMs: timeoutSeconds * 1000 + this.#stopMarginMs, containerId: id },
     );
+    if (!(await this.status(id))) {
+      throw new RuntimeCallError({
+        protocol: 'CRI',
+        socket: this.socket,
+        call: 'StopContainer',
+        containerId: id,
+        notFound: true,
+        detail: 'the runtime has no such container (the stop was answered, but the status says not found)',
+      });
+    }
   }
 
   async exec(id: string, command: string[], timeoutSeconds: number): Promise<ExecResult> {

@@ -2,7 +2,7 @@
 // without a CRI socket.
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
-import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
+import { assertContainerId, assertSignalName, assertTimeout, RuntimeCallError } from './errors.ts';
 import { ownerFromLabels } from './owner.ts';
 import type { ContainerRuntime, RuntimeContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
 
@@ -165,12 +165,14 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  async stop(id: string, timeoutSeconds: number): Promise<void> {
+  /** `signal`: the Pod spec's stopSignal, sent as the stop's `signal` (Engine API 1.42+); else the container's own. */
+  async stop(id: string, timeoutSeconds: number, signal?: string): Promise<void> {
     assertContainerId(id);
     assertTimeout(`Docker stop for container ${id} on ${this.socket}`, timeoutSeconds, 0);
+    if (signal !== undefined) assertSignalName(`Docker stop for container ${id} on ${this.socket}`, signal);
     try {
       await this.#call('POST /containers/{id}/stop', timeoutSeconds * 1000 + this.#stopMarginMs, id, (abortSignal) =>
-        this.#docker.getContainer(id).stop({ t: timeoutSeconds, abortSignal }),
+        this.#docker.getContainer(id).stop({ t: timeoutSeconds, ...(signal ? { signal } : {}), abortSignal }),
       );
     } catch (error) {
       // 304: already stopped. CRI's StopContainer is idempotent; be the same.

@@ -64,3 +64,10 @@ export function assertTimeout(what: string, seconds: number, min: number): void 
     throw new RangeError(`${what}: timeout must be an integer number of seconds >= ${min}, got ${seconds}`);
   }
 }
+
+/** A signal name as the Pod API allows it for Linux (SIGTERM, SIGUSR1, SIGRTMIN+3, ...): nothing else reaches a runtime's query. */
+const SIGNAL_NAME = /^SIG[A-Z0-9]{2,8}([+-]\d{1,2})?$/;
+
+export function assertSignalName(what: string, signal: string): void {
+  if (!SIGNAL_NAME.test(signal)) throw new TypeError(`${what}: invalid stop signal ${JSON.stringify(signal)}`);
+}

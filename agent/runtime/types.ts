@@ -61,8 +61,13 @@ export interface ContainerRuntime {
   version(): Promise<RuntimeVersion>;
   /** The container's current state, or undefined when the runtime has no such container. */
   status(id: string): Promise<RuntimeContainer | undefined>;
-  /** SIGTERM (or the image's stop signal), then SIGKILL after `timeoutSeconds`; resolves once stopped. */
-  stop(id: string, timeoutSeconds: number): Promise<void>;
+  /**
+   * The container's stop signal, then SIGKILL after `timeoutSeconds`; resolves once stopped.
+   * `signal`: the Pod spec's `lifecycle.stopSignal` (e.g. "SIGUSR1"). A CRI runtime was given it
+   * when kubelet created the container and uses it on its own; the Docker Engine is told it here.
+   * Without one: the image's STOPSIGNAL, else SIGTERM.
+   */
+  stop(id: string, timeoutSeconds: number, signal?: string): Promise<void>;
   /** Runs a command in the container, bounded by `timeoutSeconds`. */
   exec(id: string, command: string[], timeoutSeconds: number): Promise<ExecResult>;
   /**
