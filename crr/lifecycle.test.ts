@@ -118,6 +118,14 @@ describe('decideLifecycle', () => {
     { name: 'admitted, Pod gone', crr: active(), kind: 'complete', message: /no longer exists/ },
     { name: 'admitted, Pod recreated with another uid', crr: active(), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
     { name: 'admitted, deadline passed', crr: active({ deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
+    {
+      name: 'admitted without a deadline: ended after the maximum life (3 h), whatever it waits for',
+      crr: active({ created: ago(10_800), status: { phase: 'Recreating' } }),
+      pod: pod(),
+      kind: 'complete',
+      message: /no activeDeadlineSeconds and is not kept running longer than 10800s/,
+    },
+    { name: 'admitted without a deadline, within the maximum life: looked at again by then', crr: active({ created: ago(10_000), status: { phase: 'Recreating' } }), pod: pod(), kind: 'none', requeue: 800_001 },
     { name: 'admitted, deadline ahead: looked at again then', crr: active({ deadline: 30, status: { phase: 'Recreating' } }), pod: pod(), kind: 'none', requeue: 25_001 },
     {
       name: 'admitted, a deadline past 2^31 ms: the requeue stays within a timer',

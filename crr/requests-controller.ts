@@ -1,5 +1,6 @@
 // The cluster side of ContainerRecreateRequests: admits new ones, completes the ones that cannot
 // run or ran out of time, unlabels and deletes finished ones, and handles unreadyGracePeriodSeconds.
+import { FirstTimes } from '../common/first-times.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isNotFound } from '../common/kube/errors.ts';
@@ -30,7 +31,7 @@ const MAX_REFUSAL_PODS = 10_000;
 export class RequestsController {
   private readonly deps: RequestsControllerDeps;
   private readonly now: () => number;
-  private readonly refusalTold = new Set<string>();
+  private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
 
   constructor(deps: RequestsControllerDeps) {
     this.deps = deps;
@@ -63,9 +64,7 @@ export class RequestsController {
   /** One Warning per Pod, however many requests that do not match it are made. */
   private warnRefused(crr: ContainerRecreateRequest, pod: V1Pod, message: string): void {
     const ref = { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' };
-    if (this.refusalTold.has(ref.uid)) return;
-    this.refusalTold.add(ref.uid);
-    if (this.refusalTold.size > MAX_REFUSAL_PODS) this.refusalTold.delete(this.refusalTold.values().next().value as string);
+    if (!this.refusalTold.first(ref.uid)) return;
     this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `ContainerRecreateRequest ${crr.metadata.name}: ${message}` });
   }
 

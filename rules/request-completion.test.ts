@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { API_VERSION, KIND, LABEL_POD_UID } from '../api/container-recreate-request.ts';
-import { deadlinePassed, replacedPodUid, untilDeadlineMs } from './request-completion.ts';
+import { DEFAULT_ACTIVE_DEADLINE_SECONDS, deadlinePassed, replacedPodUid, untilDeadlineMs } from './request-completion.ts';
 
 const CREATED = Date.parse('2025-01-01T00:00:00Z');
 
@@ -30,9 +30,16 @@ describe('R30, R34: the deadline', () => {
     assert.equal(untilDeadlineMs(crr, CREATED + 31_000), -1_000);
   });
 
-  it('no deadline, or no creation time to count from: none passes', () => {
-    assert.equal(untilDeadlineMs(request(), CREATED), undefined);
-    assert.equal(deadlinePassed(request(), CREATED + 10 ** 12), undefined);
+  it('no deadline: the default maximum life (3 h, above the longest wait a strategy allows) ends it', () => {
+    assert.equal(DEFAULT_ACTIVE_DEADLINE_SECONDS, 10_800);
+    assert.equal(untilDeadlineMs(request(), CREATED), 10_800_000);
+    assert.equal(deadlinePassed(request(), CREATED + 10_799_999), undefined);
+    assert.match(deadlinePassed(request(), CREATED + 10_800_000) ?? '', /no activeDeadlineSeconds and is not kept running longer than 10800s/);
+  });
+
+  it('no creation time to count from: none passes', () => {
+    assert.equal(untilDeadlineMs(request({ created: undefined }), CREATED), undefined);
+    assert.equal(deadlinePassed(request({ created: 'not a time' }), CREATED + 10 ** 12), undefined);
     assert.equal(untilDeadlineMs(request({ deadline: 30, created: undefined }), CREATED), undefined);
     assert.equal(deadlinePassed(request({ deadline: 30, created: 'not a time' }), CREATED + 10 ** 12), undefined);
   });
