@@ -5,6 +5,10 @@ import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, i
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
 export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
 
+/** The longest wait for an agent before a node counts as agentless: an hour. */
+export const MAX_AGENTLESS_AFTER_SECONDS = 3600;
+export const DEFAULT_AGENT_POD_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent';
+
 export interface ControllerConfig {
   kubeconfig?: string;
   metricsPort: number;
@@ -19,6 +23,13 @@ export interface ControllerConfig {
   requestTTLSeconds: number;
   /** How long sidecars that never started are waited for after the main containers finished. */
   sidecarStartTimeoutSeconds: number;
+  /** Nodes where no agent runs, by label selector; empty: none (R50). */
+  agentlessNodeSelector: string;
+  /** How long a node goes without a ready agent Pod before its Pods get image swaps; 0: never. */
+  agentlessAfterSeconds: number;
+  /** The agent Pods' labels, in the controller's own namespace (env POD_NAMESPACE). */
+  agentPodSelector: string;
+  agentNamespace: string;
   logLevel: LogLevel;
 }
 
@@ -35,6 +46,11 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
                                     for after the main containers finished; then the Pod's phase is set without
                                     them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default 120)
+  --agentless-node-selector SEL     nodes where no agent can run (label selector, e.g. eks.amazonaws.com/compute-type=fargate):
+                                    their Pods' sidecars get the ..._WITH_IMAGE swap at once (default: none)
+  --agentless-after-seconds N       a node where no agent Pod has been ready for this long is treated the same way;
+                                    0: never, at most ${MAX_AGENTLESS_AFTER_SECONDS} (default 120)
+  --agent-pod-selector SEL          the labels of the agent Pods, in the controller's namespace (default ${DEFAULT_AGENT_POD_SELECTOR})
 ${COMMON_USAGE}`;
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
@@ -52,6 +68,9 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'request-deadline-seconds': { type: 'string', default: '300' },
       'request-ttl-seconds': { type: 'string', default: '600' },
       'sidecar-start-timeout-seconds': { type: 'string', default: '120' },
+      'agentless-node-selector': { type: 'string', default: '' },
+      'agentless-after-seconds': { type: 'string', default: '120' },
+      'agent-pod-selector': { type: 'string', default: DEFAULT_AGENT_POD_SELECTOR },
     },
     strict: true,
   });
@@ -69,6 +88,15 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     requestDeadlineSeconds: deadline,
     requestTTLSeconds: ttl,
     sidecarStartTimeoutSeconds: startTimeout,
+    agentlessNodeSelector: values['agentless-node-selector'].trim(),
+    agentlessAfterSeconds: intInRange('agentless-after-seconds', values['agentless-after-seconds'], 0, MAX_AGENTLESS_AFTER_SECONDS),
+    agentPodSelector: nonEmpty('agent-pod-selector', values['agent-pod-selector']),
+    agentNamespace: env.POD_NAMESPACE ?? 'sidecar-terminator',
     logLevel: logLevel(values['log-level'], env),
   };
+}
+
+function nonEmpty(flag: string, value: string): string {
+  if (!value.trim()) throw new Error(`--${flag} must not be empty`);
+  return value.trim();
 }

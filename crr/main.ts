@@ -2,7 +2,7 @@
 // terminator. Several replicas may run; only the Lease holder acts.
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import type { KubeApi } from '../common/kube/api.ts';
@@ -10,7 +10,7 @@ import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
-import { podPath, resourcePath } from '../common/kube/paths.ts';
+import { podPath } from '../common/kube/paths.ts';
 import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
@@ -24,9 +24,8 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { requestPath } from '../api/container-recreate-request.ts';
 import type { CachedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
-import type { NodeKind } from '../rules/classify.ts';
+import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
-import { VIRTUAL_NODE_LABEL_KEY, VIRTUAL_NODE_LABEL_VALUE } from '../api/names.ts';
 import { projectPod } from '../rules/projection.ts';
 import { DEFAULT_OPTIONS, requestPodUids } from '../rules/requests.ts';
 
@@ -44,6 +43,7 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   const log = createLogger('controller', config.logLevel).child({ identity });
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('controller', VERSION) });
   const metrics = createControllerMetrics();
+  await checkNodeSelector(client, config.agentlessNodeSelector);
   let loops: Loop[] = [];
 
   const lead = () => {
@@ -119,13 +119,13 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
     log,
   });
-  const nodes = new ProjectingInformer<V1Node, NodeKind>({
-    client,
-    path: resourcePath('v1', 'nodes'),
-    project: nodeKindOf,
-    onChange: () => {},
-    onRestart: () => metrics.watchRestarts.inc({ resource: 'nodes' }),
-    log,
+  const nodes = new NodeKinds({
+    client, log,
+    agentlessNodeSelector: config.agentlessNodeSelector,
+    agentlessAfterSeconds: config.agentlessAfterSeconds,
+    agentNamespace: config.agentNamespace,
+    agentPodSelector: config.agentPodSelector,
+    onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
   });
 
   const events = new EventRecorder(client, 'sidecar-terminator', log);
@@ -138,7 +138,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     client, log, metrics,
     cachedPod: (key) => pods.get(key),
     requestsForPod: (namespace, uid) => requests.byIndex(uid).filter((r) => r.metadata.namespace === namespace),
-    nodeKind: async (name) => nodes.get(name) ?? nodeKindOf(await client.get<V1Node>(resourcePath('v1', 'nodes', undefined, name))),
+    nodeKind: (name) => nodes.kindOf(name),
     events,
     options: {
       ...DEFAULT_OPTIONS,
@@ -173,8 +173,4 @@ function withoutManagedFields(r: ContainerRecreateRequest): ContainerRecreateReq
   const metadata: ContainerRecreateRequest['metadata'] & { managedFields?: unknown } = { ...r.metadata };
   delete metadata.managedFields;
   return { ...r, metadata };
-}
-
-function nodeKindOf(node: V1Node): NodeKind {
-  return node.metadata?.labels?.[VIRTUAL_NODE_LABEL_KEY] === VIRTUAL_NODE_LABEL_VALUE ? 'virtual' : 'real';
 }

@@ -189,6 +189,9 @@ describe('classify: what can be acted on where', () => {
     ['image sidecar on a virtual node', imageOnly, 'virtual', true],
     ['both markers on a real node (as a request sidecar)', both, 'real', true],
     ['both markers on a virtual node (as an image sidecar)', both, 'virtual', true],
+    ['request sidecar on a node without an agent (R50)', requestOnly, 'agentless', false],
+    ['image sidecar on a node without an agent (R50)', imageOnly, 'agentless', true],
+    ['both markers on a node without an agent (as an image sidecar, R50)', both, 'agentless', true],
   ];
   for (const [name, sidecar, node, want] of rows) {
     it(name, () => assert.equal(isStoppableOn(sidecar, node), want));
@@ -199,10 +202,12 @@ describe('classify: what can be acted on where', () => {
     const onReal = notStoppableWarning(pod, [imageOnly], 'real');
     assert.equal(onReal.type, 'Warning');
     assert.equal(onReal.reason, EVENT_REASONS.notStoppable);
-    assert.match(onReal.message, /virtual nodes only.*nothing will stop it.*KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true/);
+    assert.match(onReal.message, /virtual nodes and nodes without an agent only.*nothing will stop it.*KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true/);
     const onVirtual = notStoppableWarning(pod, [requestOnly], 'virtual');
     assert.match(onVirtual.message, /virtual nodes cannot carry out.*nothing will stop it.*WITH_IMAGE/);
-    assert.notEqual(onReal.key, onVirtual.key);
+    const agentless = notStoppableWarning(pod, [requestOnly], 'agentless');
+    assert.match(agentless.message, /has no sidecar-terminator agent.*--agentless-node-selector.*nothing will stop it.*Set KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE on it/);
+    assert.equal(new Set([onReal.key, onVirtual.key, agentless.key]).size, 3);
   });
 });
 

@@ -12,7 +12,12 @@ import { quoteList, warning } from './events.ts';
 import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';
 import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
 
-export type NodeKind = 'real' | 'virtual';
+/**
+ * Where a Pod runs (R5, R50): a real node with an agent, a virtual node (`type=virtual-kubelet`), or
+ * a real node where no agent runs (GKE Autopilot, EKS Fargate and the like), which is treated as a
+ * virtual one: only image swaps reach its sidecars.
+ */
+export type NodeKind = 'real' | 'virtual' | 'agentless';
 
 export interface Sidecar {
   name: string;
@@ -127,7 +132,7 @@ function ineffectiveIgnoreWarning(
   ];
 }
 
-/** Real nodes: only request sidecars; virtual nodes: only image sidecars. */
+/** Real nodes: only request sidecars; virtual and agentless nodes: only image sidecars. */
 export function isStoppableOn(sidecar: Sidecar, node: NodeKind): boolean {
   return node === 'real' ? sidecar.viaRequest : sidecar.swapImage !== undefined;
 }
@@ -138,15 +143,22 @@ export function notStoppableWarning(pod: PodProjection, sidecars: readonly Sidec
   const several = sidecars.length > 1;
   const names = `Sidecar${several ? 's' : ''} ${quoteList(sidecars.map((s) => s.name))}`;
   const them = several ? 'them' : 'it';
-  const message =
-    node === 'real'
-      ? `${names} ${several ? 'have' : 'has'} only ${ENV_TERMINATE_WITH_IMAGE}, which acts on virtual nodes only; ` +
-        `on ${where} nothing will stop ${them} and the Pod keeps running. Set ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
-        `on ${them} or list ${them} in annotation ${ANNOTATION_SIDECARS}.`
-      : `${names} ${several ? 'are' : 'is'} to be stopped through a ContainerRecreateRequest, which virtual nodes ` +
-        `cannot carry out; on ${where} nothing will stop ${them} and the Pod keeps running. Set ` +
-        `${ENV_TERMINATE_WITH_IMAGE} on ${them} to an image that exits 0 at once.`;
-  return warning(EVENT_REASONS.notStoppable, `${EVENT_REASONS.notStoppable}/${node}`, message);
+  const addImage = `Set ${ENV_TERMINATE_WITH_IMAGE} on ${them} to an image that exits 0 at once.`;
+  const messages: Record<NodeKind, string> = {
+    real:
+      `${names} ${several ? 'have' : 'has'} only ${ENV_TERMINATE_WITH_IMAGE}, which acts on virtual nodes and nodes without ` +
+      `an agent only; on ${where} nothing will stop ${them} and the Pod keeps running. Set ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
+      `on ${them} or list ${them} in annotation ${ANNOTATION_SIDECARS}.`,
+    virtual:
+      `${names} ${several ? 'are' : 'is'} to be stopped through a ContainerRecreateRequest, which virtual nodes ` +
+      `cannot carry out; on ${where} nothing will stop ${them} and the Pod keeps running. ${addImage}`,
+    agentless:
+      `${names} ${several ? 'are' : 'is'} to be stopped through a ContainerRecreateRequest, but node "${pod.nodeName ?? ''}" ` +
+      'has no sidecar-terminator agent to carry it out (the node matches --agentless-node-selector, or no agent has been ' +
+      `ready on it for --agentless-after-seconds); nothing will stop ${them} and the Pod keeps running. ${addImage} ` +
+      'Where no agent runs, that image is swapped in.',
+  };
+  return warning(EVENT_REASONS.notStoppable, `${EVENT_REASONS.notStoppable}/${node}`, messages[node]);
 }
 
 /**

@@ -68,3 +68,24 @@ describe('R20–R21: virtual nodes', () => {
     assert.match(decision.events[0]?.message ?? '', /code 128/);
   });
 });
+
+describe('R50: real nodes without an agent, treated as virtual ones', () => {
+  it('both markers: the image swap instead of a request, with the event saying why', () => {
+    const pod = done({ name: 'proxy', state: 'running', env: [WHEN_JOB_EXIT, withImage('exit0:1')] });
+    const decision = expectKind(decideFor(pod, 'agentless'), 'swapImages');
+    assert.deepEqual(decision.swaps.map((s) => s.container), ['proxy']);
+    assert.match(decision.events[0]?.message ?? '', /node without an agent: the new container exits at once/);
+  });
+
+  it('a request-only sidecar: one Warning saying what to add, nothing else', () => {
+    const decision = expectKind(decideFor(done(sidecar('proxy')), 'agentless'), 'notHandled');
+    assert.equal(decision.reason, 'noStoppableSidecar');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
+    assert.match(decision.events[0]?.message ?? '', /"proxy".*no sidecar-terminator agent.*Set KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE/);
+  });
+
+  it('a sidecar waiting without a container ID is swapped, as on a virtual node', () => {
+    const pod = done(imageSidecar('a', 'exit0:1', 'waiting', { id: null }));
+    assert.equal(decideFor(pod, 'agentless').kind, 'swapImages');
+  });
+});

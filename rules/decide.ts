@@ -89,7 +89,7 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
     return wait('podTerminal', `phase ${pod.phase}: kubelet stops the remaining containers`, events, running);
   }
   const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
-  return node === 'real' ? decideOnRealNode(facts) : decideOnVirtualNode(facts);
+  return node === 'real' ? decideOnRealNode(facts) : decideBySwapping(facts, node);
 }
 
 // ---- when a Pod is handled ----
@@ -118,13 +118,13 @@ function mainsDone(pod: PodProjection, mains: readonly string[]): boolean {
 
 /**
  * A sidecar that has not started and that nothing we do can reach: waiting, and on a real node
- * without a container a request could address. Virtual nodes never address containers, so there
- * any waiting sidecar counts (once its image is swapped, or when it cannot be).
+ * without a container a request could address. Image swaps never address containers, so on virtual
+ * and agentless nodes any waiting sidecar counts (once its image is swapped, or when it cannot be).
  */
 function notStarted(pod: PodProjection, sidecar: Sidecar, node: NodeKind): boolean {
   const status = statusOf(pod, sidecar.name);
   if (status?.state.kind !== 'waiting') return false;
-  return node === 'virtual' || !status.containerID;
+  return node !== 'real' || !status.containerID;
 }
 
 // ---- real nodes ----
@@ -303,20 +303,20 @@ function attemptsExhausted(facts: Facts, sidecars: readonly Sidecar[]): NotHandl
   return notHandled('attemptsExhausted', `no request name left (up to ${last})`, [...facts.events, event]);
 }
 
-// ---- virtual nodes ----
+// ---- virtual nodes, and real nodes without an agent (R50) ----
 
-function decideOnVirtualNode(facts: Facts): Decision {
+function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decision {
   const { pod, running, events } = facts;
-  const unstarted = running.filter((s) => notStarted(pod, s, 'virtual'));
+  const unstarted = running.filter((s) => notStarted(pod, s, node));
   const active = running.filter((s) => !unstarted.includes(s));
-  const unstoppable = active.filter((s) => !isStoppableOn(s, 'virtual'));
-  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'virtual'));
+  const unstoppable = active.filter((s) => !isStoppableOn(s, node));
+  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, node));
   const swaps = running.flatMap((s): ImageSwap[] => {
     const from = pod.containers.find((c) => c.name === s.name)?.image ?? '';
     // Already swapped: the spec carries the target image, kubelet is replacing the container.
     return s.swapImage === undefined || from === s.swapImage ? [] : [{ container: s.name, from, to: s.swapImage }];
   });
-  if (swaps.length > 0) return swapImages(facts, swaps);
+  if (swaps.length > 0) return swapImages(facts, swaps, node);
 
   // Every image is swapped. A waiting sidecar is one that crash-loops on the quick-exit image
   // (OnFailure after a non-zero exit), or never started.
@@ -324,23 +324,25 @@ function decideOnVirtualNode(facts: Facts): Decision {
   events.push(...notStartedWarning(facts, blocking.filter((s) => !inTransit(pod, s))));
   if (active.length > 0) {
     if (unstoppable.length === active.length) {
-      return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a virtual node', events);
+      return notHandled('noStoppableSidecar', `no running sidecar can be stopped on a ${SWAP_NODES[node]}`, events);
     }
-    return wait('imageSwapInProgress', 'images already swapped', events, active.filter((s) => isStoppableOn(s, 'virtual')));
+    return wait('imageSwapInProgress', 'images already swapped', events, active.filter((s) => isStoppableOn(s, node)));
   }
   if (blocking.length > 0) return afterStartTimeout(facts, blocking);
   // Only ignore-exit-code sidecars are left, none running: end the Pod as on a real node.
   return ignoreExitCodePatch(facts, unstarted);
 }
 
-function swapImages(facts: Facts, swaps: ImageSwap[]): Decision {
+const SWAP_NODES: Record<Exclude<NodeKind, 'real'>, string> = { virtual: 'virtual node', agentless: 'node without an agent' };
+
+function swapImages(facts: Facts, swaps: ImageSwap[], node: Exclude<NodeKind, 'real'>): Decision {
   const names = swaps.map((s) => s.container);
   const event = normal(
     EVENT_REASONS.replacingImage,
     boundedKey(EVENT_REASONS.replacingImage, swaps.map((s) => `${s.container}=${s.to}`)),
     `Main containers are done; stopping sidecar${plural(names)} by replacing ` +
       joinSample(swaps.map((s) => `the image of "${s.container}" with ${clip(s.to, 200)}`)) +
-      ' (virtual node: the new container exits at once).',
+      ` (${SWAP_NODES[node]}: the new container exits at once).`,
   );
   return { kind: 'swapImages', swaps, events: [...facts.events, event], message: `swap images of ${quoteList(names)}` };
 }

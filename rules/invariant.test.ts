@@ -3,13 +3,14 @@
 // independently of classify().
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeKind } from './classify.ts';
 import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../api/names.ts';
 import type { Decision, PhasePatchCause } from './decision.ts';
 import type { ContainerSpec, StateSpec } from './fixtures.ts';
 import { decideFor, exited, main, makePod, request, sidecar, IGNORE_EXIT_CODE } from './fixtures.ts';
-import { guardedPhase } from './phase.ts';
+import { warning } from './events.ts';
+import { guardedPhase, phasePatch } from './phase.ts';
 import { projectPod } from './projection.ts';
 import type { ExistingRequest } from './requests.ts';
 
@@ -117,13 +118,13 @@ function generate(seed: number): Generated {
       })),
     }),
   );
-  return { pod, mains, node: pick<NodeKind>(['real', 'virtual']), requests };
+  return { pod, mains, node: pick<NodeKind>(['real', 'virtual', 'agentless']), requests };
 }
 
-/** Ground truth from the raw Pod: every status entry of every main terminated with exit 0. */
+/** Ground truth from the raw Pod: there is a main, and every status entry of every main terminated with exit 0. */
 function mainsTrulySucceeded(pod: V1Pod, mains: readonly string[]): boolean {
   const statuses = pod.status?.containerStatuses ?? [];
-  return mains.every((name) => {
+  return mains.length > 0 && mains.every((name) => {
     const own = statuses.filter((s) => s.name === name);
     return own.length > 0 && own.every((s) => s.state?.terminated?.exitCode === 0 && !s.state.running && !s.state.waiting);
   });
@@ -145,11 +146,11 @@ function assertInvariant(decision: Decision, g: Generated, seed: number): void {
 }
 
 describe('invariant: never Succeeded unless every main terminated with exit 0', () => {
-  it('holds over 30000 generated Pods, nodes and request histories', () => {
+  it('holds over 60000 generated Pods, nodes and request histories', () => {
     let succeeded = 0;
     let failed = 0;
     const byCause = new Map<PhasePatchCause, { succeeded: number; failed: number }>();
-    for (let seed = 1; seed <= 30_000; seed++) {
+    for (let seed = 1; seed <= 60_000; seed++) {
       const g = generate(seed);
       const decision = decideFor(g.pod, g.node, g.requests);
       assertInvariant(decision, g, seed);
@@ -236,12 +237,37 @@ describe('invariant: never Succeeded unless every main terminated with exit 0', 
     ];
     const loop = [request({ containers: [{ name: 'p', statusContext: { containerID: 'containerd://p-id', restartCount: 0 }, state: { phase: 'Succeeded', exitCode: 143 } }] })];
     for (const [name, pod] of cases) {
-      for (const node of ['real', 'virtual'] as const) {
+      for (const node of ['real', 'virtual', 'agentless'] as const) {
         const decision = decideFor(pod, node, loop);
         assert.ok(!(decision.kind === 'patchPhase' && decision.phase === 'Succeeded'), `${name} (${node})`);
       }
     }
   });
+});
+
+describe('R25: no phase at all while a main will run again, or without a main', () => {
+  const mainAgain = (extra: Partial<V1Container>, edit?: (pod: V1Pod) => void): V1Pod => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('p', 'running', [IGNORE_EXIT_CODE])] });
+    Object.assign(pod.spec!.containers[0]!, extra);
+    edit?.(pod);
+    return pod;
+  };
+  const cases: Array<[string, V1Pod]> = [
+    ['no main at all: every container an ignore-exit-code sidecar', makePod({ containers: [sidecar('a', exited(0), [IGNORE_EXIT_CODE]), sidecar('b', 'running', [IGNORE_EXIT_CODE])] })],
+    ['main exited 0, its own restartPolicy Always runs it again', mainAgain({ restartPolicy: 'Always' })],
+    ['main exited 0 matching a Restart rule (Never Pod)', mainAgain({ restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [0] } }] })],
+    ['main exited 0 in a Pod restarting all its containers', mainAgain({}, (pod) => { pod.status!.conditions = [{ type: 'AllContainersRestarting', status: 'True' }]; })],
+  ];
+  for (const [name, pod] of cases) {
+    it(name, () => {
+      for (const node of ['real', 'virtual', 'agentless'] as const) assert.notEqual(decideFor(pod, node).kind, 'patchPhase', node);
+      assert.equal(guardedPhase('Succeeded', projectPod(pod)), 'Failed');
+      const patch = phasePatch(projectPod(pod), {
+        cause: 'ignoreExitCode', wanted: 'Succeeded', conditionMessage: () => '', event: () => warning('r', 'r', ''), nowMs: 0, events: [],
+      });
+      assert.equal(patch.kind, 'notHandled');
+    });
+  }
 });
 
 type Mutation = (statuses: NonNullable<NonNullable<V1Pod['status']>['containerStatuses']>, name: string) => void;
