@@ -11,7 +11,7 @@ import { resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
+import { LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
 import { main, makePod, NODE, sidecar, UID } from '../rules/fixtures.ts';
 import { projectPod } from '../rules/projection.ts';
 import type { PodProjection } from '../rules/projection.ts';
@@ -74,6 +74,7 @@ function harness(o: HarnessOptions = {}) {
     runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
     // As agent/main.ts does.
     createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
+    readRequest: async (namespace, name) => api.object<ContainerRecreateRequest>(requestPath(namespace, name)),
     created: (request, timing) => {
       handedOver.push({ request, timing });
     },
@@ -157,7 +158,7 @@ describe('ExitHandler', () => {
   it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {
     const h = harness();
     h.cache.stale = [];
-    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, 'written-by': 'controller' } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
+    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE, 'written-by': 'controller' } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
     h.exits.containerExited(h.runtime, 'main-id', 0);
     await until(async () => (await h.onExit('existed')) === 1);
     h.exits.stop();
@@ -168,9 +169,59 @@ describe('ExitHandler', () => {
     assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.metadata.labels?.['written-by'], 'controller');
   });
 
+  describe('our name taken by a request not ours (unseen by the watch: another node\'s label)', () => {
+    const squat = (attempt: number) => ({
+      metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: 'elsewhere' } },
+      spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] },
+      path: requestPath('ns', requestName(UID, attempt)),
+    });
+    it('-<uid> taken: the next free name is created at once, with its own event', async () => {
+      const h = harness();
+      h.cache.stale = [];
+      const taken = squat(1);
+      h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
+      h.exits.containerExited(h.runtime, 'main-id', 0);
+      await until(() => h.handedOver.length === 1);
+      h.exits.stop();
+      assert.equal(h.handedOver[0]?.request.metadata.name, requestName(UID, 2));
+      assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`, `POST ${requestPath('ns')} 201`]);
+      assert.equal(await h.onExit('created'), 1);
+      assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
+    });
+
+    it('-<uid> and -<uid>-2 taken, then -3 held by ours (the controller was first): nothing created, counted as existed', async () => {
+      const h = harness();
+      h.cache.stale = [];
+      for (const attempt of [1, 2]) {
+        const taken = squat(attempt);
+        h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
+      }
+      h.api.set(requestPath('ns', requestName(UID, 3)), { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
+      h.exits.containerExited(h.runtime, 'main-id', 0);
+      await until(async () => (await h.onExit('existed')) === 1);
+      h.exits.stop();
+      assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 3);
+      assert.deepEqual(h.handedOver, []);
+    });
+
+    it('taken names without end: after a few tries the request is left to the controller', async () => {
+      const h = harness();
+      h.cache.stale = [];
+      for (let attempt = 1; attempt <= 10; attempt++) {
+        const taken = squat(attempt);
+        h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
+      }
+      h.exits.containerExited(h.runtime, 'main-id', 0);
+      await until(async () => (await h.onExit('existed')) === 1);
+      h.exits.stop();
+      assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 4);
+    });
+  });
+
   it('a request the watch already shows: nothing is created', async () => {
     const h = harness();
-    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
+    // The watch holds only requests labelled with this node.
+    h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
     h.exits.containerExited(h.runtime, 'main-id', 0);
     await settle();
     h.exits.stop();

@@ -8,7 +8,8 @@ import { WorkQueue } from '../common/queue.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import type { SidecarTerminatorOptions } from '../rules/requests.ts';
-import { DEFAULT_OPTIONS, projectRequest } from '../rules/requests.ts';
+import type { ExistingRequest } from '../rules/requests.ts';
+import { DEFAULT_OPTIONS, isOwnRequest, projectRequest } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -26,6 +27,8 @@ export interface ExitHandlerDeps {
   runtimeFor: (prefix: string) => ContainerRuntime | undefined;
   /** Resolves to the request as created, or undefined when a request of that name already exists. */
   createRequest: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
+  /** The request of that name as the API server has it (after a 409), or undefined when there is none. */
+  readRequest: (namespace: string, name: string) => Promise<ContainerRecreateRequest | undefined>;
   /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
   created: (request: ContainerRecreateRequest, timing: CreatedOnExit) => void;
   /** The kubelet labels of a sidecar container (`<runtime>://<id>`), when read ahead. */
@@ -39,6 +42,9 @@ export interface ExitHandlerDeps {
   /** The request's deadline and TTL, as the controller's flags set them for the requests it creates. */
   requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
 }
+
+/** Names found held by requests not ours, at most, before the first request is left to the controller. */
+const MAX_NAME_TRIES = 4;
 
 export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
@@ -128,6 +134,20 @@ export class ExitHandler {
     }
   }
 
+  /**
+   * Who holds the name of a request whose create got a 409: 'ours' (the controller, or an earlier
+   * try, was first), the request that is not ours (its name is to be skipped), or undefined when
+   * it is gone again (the name is free: tried again).
+   */
+  private async holderOf(request: ContainerRecreateRequest, pod: PodProjection): Promise<'ours' | ExistingRequest | undefined> {
+    const existing = await this.deps.readRequest(request.metadata.namespace!, request.metadata.name!);
+    if (!existing) return undefined;
+    const projected = projectRequest(existing, pod.uid);
+    if (isOwnRequest(projected, pod)) return 'ours';
+    this.deps.log.warn('a request not ours holds our name: skipped', { pod: `${pod.namespace}/${pod.name}`, request: request.metadata.name });
+    return projected;
+  }
+
   private async handle(key: string): Promise<void> {
     const [prefix, namespace, name] = key.split('/') as [string, string, string];
     const reported = this.reportedExits.get(`${namespace}/${name}`);
@@ -141,18 +161,23 @@ export class ExitHandler {
       const exitCode = exits.get(c.id);
       return exitCode === undefined ? c : { ...c, state: 'exited' as const, exitCode };
     });
-    const decision = requestOnMainExit({
-      pod,
-      containers,
-      runtimePrefix: prefix,
-      requests: this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid)),
-      nowMs: Date.now(),
-      options: this.options,
-    });
-    if (!decision) return;
+    const requests = this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
+    const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: Date.now(), options: this.options });
     const createStartMs = Date.now();
-    this.answerTargets(runtime, decision.request, exits);
-    const created = await this.deps.createRequest(decision.request);
+    let decision = decide();
+    let created: ContainerRecreateRequest | undefined;
+    // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
+    // request not ours (our name taken, see isOwnRequest): decided again without that name.
+    for (let tries = 0; decision && !created && tries < MAX_NAME_TRIES; tries++) {
+      if (tries === 0) this.answerTargets(runtime, decision.request, exits);
+      created = await this.deps.createRequest(decision.request);
+      if (created) break;
+      const holder = await this.holderOf(decision.request, pod);
+      if (holder === 'ours') break;
+      if (holder) requests.push(holder);
+      decision = decide();
+    }
+    if (!decision) return;
     const createdAtMs = Date.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;

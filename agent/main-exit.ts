@@ -8,6 +8,7 @@ import { decide } from '../rules/decide.ts';
 import type { CreateRequest } from '../rules/decision.ts';
 import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
 import type { ExistingRequest, SidecarTerminatorOptions } from '../rules/requests.ts';
+import { isOwnRequest } from '../rules/requests.ts';
 import type { PodContainer } from './runtime/types.ts';
 
 /**
@@ -77,16 +78,23 @@ export interface MainExitInput {
   pod: PodProjection;
   containers: readonly PodContainer[];
   runtimePrefix: string;
-  /** The active requests of the Pod that the agent watches. */
+  /**
+   * The active requests of the Pod that the agent watches, and those found holding a name the
+   * agent tried (a 409 on its create): a name held by a request not ours is skipped.
+   */
   requests: readonly ExistingRequest[];
   nowMs: number;
   options: SidecarTerminatorOptions;
 }
 
-/** The first request for the Pod's sidecars, when the runtime shows its mains done; else undefined. */
+/**
+ * The first request for the Pod's sidecars (no retry: those are the controller's), when the runtime
+ * shows its mains done; else undefined. Its name is the first of ours no request holds.
+ */
 export function requestOnMainExit(input: MainExitInput): CreateRequest | undefined {
   const view = runtimeView(input.pod, input.containers, input.runtimePrefix);
   const decision = decide(view, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
-  if (decision.kind !== 'createRequest' || decision.attempt !== 1 || decision.delayMs > 0) return undefined;
+  if (decision.kind !== 'createRequest' || decision.retryOf !== undefined || decision.delayMs > 0) return undefined;
+  if (input.requests.some((r) => isOwnRequest(r, input.pod))) return undefined;
   return decision;
 }

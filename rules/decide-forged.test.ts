@@ -5,7 +5,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerSpec } from './fixtures.ts';
 import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, reasons, request, sidecar, UID } from './fixtures.ts';
 import type { ExistingRequest } from './requests.ts';
-import { MAX_REQUEST_ATTEMPTS, requestName } from './requests.ts';
+import { MAX_REQUEST_ATTEMPTS, MAX_REQUEST_NAME_NUMBER, requestName } from './requests.ts';
 
 const done = (...sidecars: ContainerSpec[]) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 const stillRunning = done(sidecar('proxy'));
@@ -24,7 +24,17 @@ describe('forged requests: our name, not our Pod', () => {
       requests: [request({ containers: ['proxy'], labels: wrongNode, message: 'forged', completedAgoMs: 0 })],
       attempt: 2,
     },
-    { name: 'a taken later name is skipped', requests: [request({ attempt: 7, completed: false, containers: ['proxy'], labels: wrongNode })], attempt: 8 },
+    { name: 'a taken later name is not counted: the first free one after ours', requests: [request({ attempt: 7, completed: false, containers: ['proxy'], labels: wrongNode })], attempt: 1 },
+    {
+      name: 'the first name and the last of the old range taken (-<uid>, -<uid>-1000): the Pod is not given up',
+      requests: [request({ completed: false, containers: ['proxy'], labels: wrongNode }), request({ attempt: 1000, completed: false, containers: ['proxy'], labels: wrongNode })],
+      attempt: 2,
+    },
+    {
+      name: 'a run of taken names is skipped',
+      requests: [1, 2, 3].map((attempt) => request({ attempt, completed: false, containers: ['proxy'], labels: wrongUid })),
+      attempt: 4,
+    },
     { name: 'a suffix too large to be ours is not a name of ours', requests: [request({ name: `sidecar-termination-${UID}-99999999999999999999`, completed: false, containers: ['proxy'], labels: wrongNode })], attempt: 1 },
     { name: 'a leading zero is not a name of ours', requests: [request({ name: `sidecar-termination-${UID}-02`, completed: false, containers: ['proxy'] })], attempt: 1 },
   ];
@@ -39,14 +49,14 @@ describe('forged requests: our name, not our Pod', () => {
     });
   }
 
-  it('our own retry backs off by our own attempts, not by the names others took', () => {
+  it('our own retry backs off by our own requests, not by the names others took, and skips a taken name', () => {
     const ours = request({ attempt: 1, containers: ['proxy'], completedAgoMs: 0 });
-    const forged = request({ attempt: 5, containers: ['proxy'], labels: wrongNode });
-    const decision = expectKind(decideFor(stillRunning, 'real', [ours, forged], { options: FAST_RETRY }), 'createRequest');
-    assert.equal(decision.attempt, 6);
+    const forged = [2, 3, 900].map((attempt) => request({ attempt, containers: ['proxy'], labels: wrongNode }));
+    const decision = expectKind(decideFor(stillRunning, 'real', [ours, ...forged], { options: FAST_RETRY }), 'createRequest');
+    assert.equal(decision.attempt, 4);
     assert.equal(decision.retryOf, requestName(UID, 1));
     assert.equal(decision.delayMs, 10_000);
-    assert.match(decision.events.find((e) => e.reason === EVENT_REASONS.retrying)?.message ?? '', /still running; retrying with .*-6 \(attempt 6/);
+    assert.match(decision.events.find((e) => e.reason === EVENT_REASONS.retrying)?.message ?? '', /still running; retrying with .*-4 \(attempt 4/);
   });
 
   it('a forged request cannot fake a restart loop', () => {
@@ -72,17 +82,27 @@ describe('forged requests: our name, not our Pod', () => {
   });
 });
 
-describe('attempt numbers are capped', () => {
-  it(`the last name, -${MAX_REQUEST_ATTEMPTS}, is still used`, () => {
-    const taken = request({ attempt: MAX_REQUEST_ATTEMPTS - 1, containers: ['proxy'], labels: wrongNode });
-    assert.equal(expectKind(decideFor(stillRunning, 'real', [taken]), 'createRequest').attempt, MAX_REQUEST_ATTEMPTS);
+describe('attempts are capped by our own requests only', () => {
+  it(`names past ${MAX_REQUEST_ATTEMPTS} are ours too: taken names never end them`, () => {
+    const taken = [1, MAX_REQUEST_ATTEMPTS].map((attempt) => request({ attempt, containers: ['proxy'], labels: wrongNode }));
+    const ours = request({ attempt: MAX_REQUEST_ATTEMPTS - 1, containers: ['proxy'], completedAgoMs: 120_000 });
+    assert.equal(expectKind(decideFor(stillRunning, 'real', [...taken, ours], { options: FAST_RETRY }), 'createRequest').attempt, MAX_REQUEST_ATTEMPTS + 1);
   });
 
-  it('past it: not handled, with one Warning saying what to delete', () => {
-    const taken = request({ attempt: MAX_REQUEST_ATTEMPTS, completed: false, containers: ['proxy'], labels: wrongNode });
-    const decision = expectKind(decideFor(stillRunning, 'real', [taken]), 'notHandled');
+  it(`${MAX_REQUEST_ATTEMPTS} requests of ours that did not stop the sidecar: not handled, one Warning`, () => {
+    const ours = Array.from({ length: MAX_REQUEST_ATTEMPTS }, (_, i) => request({ attempt: i + 1, containers: ['proxy'], completedAgoMs: 120_000 }));
+    const decision = expectKind(decideFor(stillRunning, 'real', ours, { options: FAST_RETRY }), 'notHandled');
     assert.equal(decision.reason, 'attemptsExhausted');
     assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
-    assert.match(decision.events[0]?.message ?? '', new RegExp(`up to ${requestName(UID, MAX_REQUEST_ATTEMPTS)} is taken.*"proxy" keeps running.*Delete`));
+    assert.match(decision.events[0]?.message ?? '', new RegExp(`${MAX_REQUEST_ATTEMPTS} ContainerRecreateRequests did not stop sidecar "proxy"`));
+  });
+
+  it(`every name up to -${MAX_REQUEST_NAME_NUMBER} held by others: waited on and looked at again, never given up`, () => {
+    const last = request({ attempt: MAX_REQUEST_NAME_NUMBER, containers: ['proxy'], labels: wrongNode });
+    const ours = request({ attempt: MAX_REQUEST_NAME_NUMBER - 1, containers: ['proxy'], completedAgoMs: 120_000 });
+    const decision = expectKind(decideFor(stillRunning, 'real', [ours, last], { options: FAST_RETRY }), 'wait');
+    assert.equal(decision.reason, 'namesTaken');
+    assert.ok(decision.requeueAfterMs !== undefined && decision.requeueAfterMs > 0);
+    assert.match(decision.events.at(-1)?.message ?? '', new RegExp(`every name up to ${requestName(UID, MAX_REQUEST_NAME_NUMBER)} is taken.*"proxy" keeps running`));
   });
 });

@@ -22,6 +22,7 @@ import {
   DEFAULT_OPTIONS,
   isOwnRequest,
   MAX_REQUEST_ATTEMPTS,
+  MAX_REQUEST_NAME_NUMBER,
   requestAttempt,
   requestName,
   retryDelaySeconds,
@@ -48,8 +49,13 @@ type OwnRequest = ExistingRequest & { attempt: number };
 interface History {
   /** Ours: a name of ours, and this Pod's uid and node in the labels. */
   own: OwnRequest[];
-  /** 1 + the highest attempt of any name of ours for the Pod, ours or not: a taken name is skipped. */
+  /** The first name after our latest request that no request holds: names others took are skipped. */
   nextAttempt: number;
+  /**
+   * How many requests of ours there have been: our latest's number less the names below it that
+   * others hold (ours deleted after their TTL still count). The retry backoff grows with it.
+   */
+  ownAttempts: number;
 }
 
 interface Facts {
@@ -173,23 +179,34 @@ function requestStops(facts: Facts, history: History, stoppable: readonly Sideca
     const message = `the agent saw ${names.join(',')} exit; waiting for kubelet to report it`;
     return { ...wait('statusReportPending', message, events, withId), requeueAfterMs: reported.waitMs };
   }
-  if (history.nextAttempt > MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
+  // Only requests of ours that exist count: a gap below our latest may be a name someone took and gave back.
+  if (history.own.length >= MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
+  if (history.nextAttempt > MAX_REQUEST_NAME_NUMBER) return namesTaken(facts, toStop);
   // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
   const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
   return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length);
 }
 
-/** Every request of the Pod whose name is ours counts for numbering; only the Pod's own count as ours. */
+/**
+ * The Pod's own requests, and the next attempt's number: after our latest, skipping every name a
+ * request holds (ours or not). Names others took are skipped, never counted: anyone who may create
+ * requests can take our names, and must not be able to push us to the end of them.
+ */
 function requestHistory(pod: PodProjection, requests: readonly ExistingRequest[]): History {
-  let highest = 0;
+  const taken = new Set<number>();
   const own: OwnRequest[] = [];
   for (const r of requests) {
     const attempt = requestAttempt(pod.uid, r.name);
     if (attempt === undefined) continue;
-    highest = Math.max(highest, attempt);
+    taken.add(attempt);
     if (isOwnRequest(r, pod)) own.push({ ...r, attempt });
   }
-  return { own, nextAttempt: highest + 1 };
+  const latest = latestOf(own)?.attempt ?? 0;
+  let nextAttempt = latest + 1;
+  while (taken.has(nextAttempt)) nextAttempt++;
+  const ownNumbers = new Set(own.map((r) => r.attempt));
+  const othersBelow = [...taken].filter((n) => n < latest && !ownNumbers.has(n)).length;
+  return { own, nextAttempt, ownAttempts: latest - othersBelow };
 }
 
 function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
@@ -208,8 +225,8 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
   // The request that last asked for one of them: the one that did not do its job.
   const previous = latestOf(completed.filter((r) => r.containers.some((c) => retriedSet.has(c.name))));
   // A sidecar never asked to stop goes at once; only a pure retry waits for the backoff, counted in
-  // our own attempts so that names taken by others do not lengthen it.
-  const ownAttempt = (latestOf(history.own)?.attempt ?? 0) + 1;
+  // our own requests so that names taken by others do not lengthen it.
+  const ownAttempt = history.ownAttempts + 1;
   const delaySeconds = previous && retried.length === containers.length ? retryDelaySeconds(ownAttempt, options) : 0;
   const delayMs = previous && delaySeconds > 0 ? boundedDelayMs(remainingMs(previous, delaySeconds, facts.context.nowMs)) : 0;
   const stopping = normal(
@@ -289,18 +306,36 @@ function exitsAwaitingReport(facts: Facts, sidecars: readonly Sidecar[], own: re
   return { names, waitMs: boundedDelayMs(waitMs) };
 }
 
-/** Every name up to MAX_REQUEST_ATTEMPTS is taken: say so once, rather than fail to create forever. */
+/** MAX_REQUEST_ATTEMPTS requests of ours did not stop the sidecars: say so once, rather than retry forever. */
 function attemptsExhausted(facts: Facts, sidecars: readonly Sidecar[]): NotHandled {
   const names = sidecars.map((s) => s.name);
-  const last = requestName(facts.pod.uid, MAX_REQUEST_ATTEMPTS);
   const event = warning(
     EVENT_REASONS.notStoppable,
     `${EVENT_REASONS.notStoppable}/attempts`,
-    `No further ContainerRecreateRequest can be created for this Pod: every name up to ${last} is taken. ` +
-      `Sidecar${plural(names)} ${quoteList(names)} ${names.length === 1 ? 'keeps' : 'keep'} running. Delete the requests named ` +
-      `${REQUEST_NAME_PREFIX}${facts.pod.uid}-<n> that sidecar-terminator did not create.`,
+    `${MAX_REQUEST_ATTEMPTS} ContainerRecreateRequests did not stop sidecar${plural(names)} ${quoteList(names)}, ` +
+      `which ${names.length === 1 ? 'keeps' : 'keep'} running; no further request is made for this Pod.`,
   );
-  return notHandled('attemptsExhausted', `no request name left (up to ${last})`, [...facts.events, event]);
+  return notHandled('attemptsExhausted', `${MAX_REQUEST_ATTEMPTS} requests of ours did not stop the sidecars`, [...facts.events, event]);
+}
+
+/** How often a Pod whose every request name is held by others is looked at again. */
+const NAMES_TAKEN_RECHECK_MS = 300_000;
+
+/**
+ * Every name of ours up to MAX_REQUEST_NAME_NUMBER is held by requests that are not ours: wait and
+ * look again (never give the Pod up for it), and say what to delete.
+ */
+function namesTaken(facts: Facts, sidecars: readonly Sidecar[]): Wait {
+  const names = sidecars.map((s) => s.name);
+  const last = requestName(facts.pod.uid, MAX_REQUEST_NAME_NUMBER);
+  const event = warning(
+    EVENT_REASONS.notStoppable,
+    `${EVENT_REASONS.notStoppable}/names`,
+    `No ContainerRecreateRequest can be created for this Pod now: every name up to ${last} is taken by requests ` +
+      `sidecar-terminator did not create. Sidecar${plural(names)} ${quoteList(names)} ${names.length === 1 ? 'keeps' : 'keep'} running ` +
+      `until they are deleted (${REQUEST_NAME_PREFIX}${facts.pod.uid}-<n>).`,
+  );
+  return { ...wait('namesTaken', `every request name up to ${last} is taken`, [...facts.events, event], sidecars), requeueAfterMs: NAMES_TAKEN_RECHECK_MS };
 }
 
 // ---- virtual nodes, and real nodes without an agent (R50) ----

@@ -17,7 +17,7 @@ export type NotHandledReason =
   | 'mainsNotDone'
   /** The sidecars still running cannot be stopped on this kind of node (a Warning says why). */
   | 'noStoppableSidecar'
-  /** Every request name up to MAX_REQUEST_ATTEMPTS is taken (a Warning says so). */
+  /** MAX_REQUEST_ATTEMPTS of our own requests did not stop the sidecars (a Warning says so). */
   | 'attemptsExhausted';
 
 /** Handled, but the next step belongs to someone else; a later Pod or request update re-triggers. */
@@ -33,7 +33,9 @@ export type WaitReason =
   /** Only sidecars that never started are left: waited for up to sidecarStartTimeoutSeconds, then the phase is set. */
   | 'sidecarNotStarted'
   /** The agent saw the sidecars exit (their request says so); kubelet's report is due, a retry is not. */
-  | 'statusReportPending';
+  | 'statusReportPending'
+  /** Every name of ours for the Pod is held by requests that are not ours (a Warning says so): looked at again later. */
+  | 'namesTaken';
 
 interface DecisionBase {
   /** Emit when the action is carried out (for notHandled/wait: right away), once per Pod and key. */

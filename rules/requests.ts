@@ -52,8 +52,17 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   sidecarStartTimeoutSeconds: 120,
 };
 
-/** The highest attempt number of our names: a larger suffix is not ours, and the next name stays short and valid. */
+/**
+ * How many of our own requests for one Pod may exist at once before the Pod is given up
+ * (SidecarNotStoppable): only requests that are ours count (isOwnRequest), never names others took.
+ */
 export const MAX_REQUEST_ATTEMPTS = 1000;
+
+/**
+ * The highest number in our names: a larger suffix is not ours. Far above MAX_REQUEST_ATTEMPTS, so
+ * that names taken by others (skipped, see decide) never leave us without one.
+ */
+export const MAX_REQUEST_NAME_NUMBER = 999_999;
 
 /** Room for the preStop hook's start, the runtime call and the status write around the grace period. */
 const DEADLINE_MARGIN_SECONDS = 60;
@@ -72,10 +81,10 @@ export function requestAttempt(podUid: string, name: string): number | undefined
   if (name === base) return 1;
   if (!name.startsWith(`${base}-`)) return undefined;
   const suffix = name.slice(base.length + 1);
-  // At most four digits: never a number too large to read exactly.
-  if (!/^[1-9][0-9]{0,3}$/.test(suffix)) return undefined;
+  // At most six digits: never a number too large to read exactly.
+  if (!/^[1-9][0-9]{0,5}$/.test(suffix)) return undefined;
   const attempt = Number(suffix);
-  return attempt >= 2 && attempt <= MAX_REQUEST_ATTEMPTS ? attempt : undefined;
+  return attempt >= 2 && attempt <= MAX_REQUEST_NAME_NUMBER ? attempt : undefined;
 }
 
 /**
@@ -92,7 +101,7 @@ export function requestPodUids(crr: ContainerRecreateRequest): string[] {
     const rest = name.slice(REQUEST_NAME_PREFIX.length);
     if (rest) uids.add(rest);
     // `<uid>-<n>`: a uid may itself end in `-<digits>`, so both readings are indexed.
-    const numbered = /^(.+)-([1-9][0-9]{0,3})$/.exec(rest);
+    const numbered = /^(.+)-([1-9][0-9]{0,5})$/.exec(rest);
     if (numbered?.[1] && requestAttempt(numbered[1], name) !== undefined) uids.add(numbered[1]);
   }
   return [...uids];
