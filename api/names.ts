@@ -50,6 +50,8 @@ export const EVENT_REASONS = {
   preStopHookNotRun: 'PreStopHookNotRun',
   /** A request that does not match its Pod (runtime labels, node, uid) was refused; nothing was executed. */
   requestRefused: 'RequestRefused',
+  /** The Pod is bound to a node the API server does not have: looked at again slowly, not in a loop. */
+  nodeNotFound: 'SidecarNodeNotFound',
   /** The API refused a request the controller built (e.g. invalid); it is not retried in a loop. */
   requestRejected: 'SidecarTerminationRequestRejected',
 } as const;

@@ -218,9 +218,9 @@ describe('R24: Never, Pod failed by a sidecar alone', () => {
     assert.equal(decideFor(pod).events[0]?.key, decideFor(pod).events[0]?.key);
   });
 
-  it('a Pod with no main container, failed by its sidecar', () => {
+  it('a Pod with no main container, failed by its sidecar: not ours, only the no-main Warning', () => {
     const pod = makePod({ containers: [sidecar('proxy', exited(1))] });
-    assert.deepEqual(reasons(decideFor(pod)), [EVENT_REASONS.sidecarFailedPod]);
+    assert.deepEqual(reasons(decideFor(pod)), [EVENT_REASONS.noMainContainer]);
   });
 
   const quiet: Array<[string, Parameters<typeof makePod>[0]]> = [

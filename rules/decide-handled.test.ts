@@ -21,6 +21,14 @@ describe('R6–R7: Pods that are not handled', () => {
       reason: 'restartPolicyAlways',
     },
     { name: 'no sidecar at all', pod: { containers: [main('app', exited(0)), main('other')] }, reason: 'noSidecar' },
+    { name: 'no main container at all: every container a sidecar', pod: { containers: [sidecar('proxy')] }, reason: 'noMain' },
+    { name: 'no main container, OnFailure', pod: { restartPolicy: 'OnFailure', containers: [sidecar('a'), sidecar('b')] }, reason: 'noMain' },
+    {
+      name: 'no main container: both ignore-exit-code sidecars, one still working',
+      pod: { containers: [sidecar('work', 'running', [IGNORE_EXIT_CODE]), sidecar('done', exited(0), [IGNORE_EXIT_CODE])] },
+      reason: 'noMain',
+    },
+    { name: 'no main container, still Pending', pod: { phase: 'Pending', containers: [sidecar('a', 'waiting'), sidecar('b', 'waiting')] }, reason: 'noMain' },
     {
       name: 'native sidecar (init container with restartPolicy Always) is not a sidecar',
       pod: {
@@ -86,8 +94,6 @@ describe('R7–R9: Pods whose mains are done', () => {
       name: 'OnFailure, main exited 0 after earlier restarts',
       pod: { restartPolicy: 'OnFailure', containers: [main('app', exited(0), { restarts: 3 }), sidecar('proxy')] },
     },
-    { name: 'no main container at all', pod: { containers: [sidecar('proxy')] } },
-    { name: 'no main container, OnFailure', pod: { restartPolicy: 'OnFailure', containers: [sidecar('a'), sidecar('b')] } },
     { name: 'phase Unknown is not Pending', pod: { phase: 'Unknown', containers: [main('app', exited(0)), sidecar('proxy')] } },
   ];
   for (const row of rows) {
@@ -117,6 +123,15 @@ describe('R7–R9: Pods whose mains are done', () => {
   it('classification warnings ride along with decisions of handled-policy Pods', () => {
     const pod = makePod({ containers: [main('app', 'running'), sidecar('proxy')], annotations: { [ANNOTATION_SIDECARS]: 'nope' } });
     assert.deepEqual(reasons(decideFor(pod)), [EVENT_REASONS.unknownContainer]);
+  });
+
+  it('24.7: a Pod whose every container is a sidecar gets one Warning saying a main is needed, nothing else', () => {
+    const decision = decideFor(makePod({ containers: [sidecar('work', 'running', [IGNORE_EXIT_CODE]), sidecar('log', 'running', [IGNORE_EXIT_CODE])] }));
+    assert.equal(expectKind(decision, 'notHandled').reason, 'noMain');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.noMainContainer]);
+    assert.equal(decision.events[0]?.type, 'Warning');
+    assert.equal(decision.events[0]?.key, EVENT_REASONS.noMainContainer);
+    assert.match(decision.events[0]?.message ?? '', /"work" and "log".*At least one container must be a main container/);
   });
 
   it('no warnings for Pods that are never handled (restartPolicy Always)', () => {

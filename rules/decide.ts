@@ -5,8 +5,10 @@ import type { Classification, NodeKind, Sidecar } from './classify.ts';
 import { classify, isStoppableOn, notStoppableWarning } from './classify.ts';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
+  ANNOTATION_SIDECARS,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
+  ENV_TERMINATE_WITH_IMAGE,
   EVENT_REASONS,
   REQUEST_NAME_PREFIX,
 } from '../api/names.ts';
@@ -14,6 +16,7 @@ import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, 
 import { boundedDelayMs } from './decision.ts';
 import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
+import { mainsDone } from './main-done.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
@@ -76,6 +79,7 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   }
   const classification = classify(pod);
   const events = [...classification.warnings];
+  if (classification.mains.length === 0 && classification.sidecars.length > 0) return noMain(pod, events);
   // Kubelet reports Pending while any container has never started, even after the mains are done
   // (a sidecar's image cannot be pulled): such a Pod is handled, or its Job would hang. A sidecar
   // that is merely created (it has a container ID) is about to start: wait for it as before.
@@ -110,16 +114,6 @@ function isTerminated(pod: PodProjection, name: string): boolean {
 
 function statusesComplete(pod: PodProjection): boolean {
   return pod.containers.every((c) => statusOf(pod, c.name) !== undefined);
-}
-
-/** Only the current state and exit code count; never lastState. */
-function mainsDone(pod: PodProjection, mains: readonly string[]): boolean {
-  return mains.every((name) => {
-    const state = statusOf(pod, name)?.state;
-    if (state?.kind !== 'terminated') return false;
-    // Never: any exit releases the sidecars. OnFailure: kubelet restarts a failed main.
-    return pod.restartPolicy === 'Never' || state.exitCode === 0;
-  });
 }
 
 /**
@@ -607,6 +601,22 @@ function sidecarFailedPodWarnings(pod: PodProjection, classification: Classifica
       `${what} after every main container succeeded, so the Pod fails (restartPolicy Never) although its work succeeded. ${fixes.join(' ')}`,
     ),
   ];
+}
+
+/**
+ * Every container is a sidecar: there is no work whose end could release them, and ending the Pod
+ * would end its work. Not ours; one Warning says what to change.
+ */
+function noMain(pod: PodProjection, events: DecisionEvent[]): NotHandled {
+  const names = pod.containers.map((c) => c.name);
+  const event = warning(
+    EVENT_REASONS.noMainContainer,
+    EVENT_REASONS.noMainContainer,
+    `Every container of this Pod (${quoteList(names)}) is marked as a sidecar, so none is a main container whose end ` +
+      'would release the others: sidecar-terminator leaves the Pod alone. At least one container must be a main container ' +
+      `(without ${ENV_TERMINATE_WHEN_JOB_EXIT}, ${ENV_TERMINATE_WITH_IMAGE} or a place in annotation ${ANNOTATION_SIDECARS}).`,
+  );
+  return notHandled('noMain', 'no main container: every container is a sidecar', [...events, event]);
 }
 
 // ---- helpers ----

@@ -11,6 +11,8 @@ export type NotHandledReason =
   | 'restartPolicyAlways'
   | 'pending'
   | 'noSidecar'
+  /** Every container is a sidecar: nothing could say when they are done (a Warning says so). */
+  | 'noMain'
   /** Every sidecar's current state is terminated. */
   | 'noRunningSidecar'
   | 'statusesIncomplete'

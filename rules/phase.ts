@@ -1,21 +1,19 @@
-// The only way a decision can set the Pod's phase, and the invariant that guards it:
-// never Succeeded unless every main container's current state is terminated with exit code 0.
+// The only way a decision can set the Pod's phase, and the invariant that guards it: no phase while
+// a main container will run again, and never Succeeded unless every main is done (R7) with exit code 0.
 import { classify } from './classify.ts';
 import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
-import type { PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
+import type { NotHandled, PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
+import { mainsDone, mainsSucceeded } from './main-done.ts';
 import type { PodProjection } from './projection.ts';
 
 /**
- * True when every main container's current state is terminated with exit code 0. Mains are
- * recomputed here from the Pod, so no caller can widen the check by passing a wrong list.
+ * True when every main container is done (kubelet will not start it again) and every status entry
+ * of it is terminated with exit code 0. Mains are recomputed here from the Pod, so no caller can
+ * widen the check by passing a wrong list; a Pod without a main has none that succeeded.
  */
 export function allMainsSucceeded(pod: PodProjection): boolean {
-  return classify(pod).mains.every((name) => {
-    const statuses = pod.statuses.filter((s) => s.name === name);
-    // Every entry, not just the first: a duplicated status must not hide a running or failed main.
-    return statuses.length > 0 && statuses.every((s) => s.state.kind === 'terminated' && s.state.exitCode === 0);
-  });
+  return mainsSucceeded(pod, classify(pod).mains);
 }
 
 /** THE guard: the phase a patch may set. Every phase patch goes through phasePatch() below. */
@@ -40,8 +38,11 @@ export interface PhasePatchRequest {
   events: DecisionEvent[];
 }
 
-/** The only constructor of a patchPhase decision. */
-export function phasePatch(pod: PodProjection, request: PhasePatchRequest): PatchPhase {
+/** The only constructor of a patchPhase decision: none at all while a main will run again. */
+export function phasePatch(pod: PodProjection, request: PhasePatchRequest): PatchPhase | NotHandled {
+  if (!mainsDone(pod, classify(pod).mains)) {
+    return { kind: 'notHandled', reason: 'mainsNotDone', message: 'no phase while a main container will run again', events: request.events };
+  }
   const phase = guardedPhase(request.wanted, pod);
   const condition = {
     type: CONDITION_SIDECAR_TERMINATED,

@@ -3,12 +3,14 @@ import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernete
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
+  CONDITION_ALL_CONTAINERS_RESTARTING,
   CONDITION_SIDECAR_TERMINATED,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
 } from '../api/names.ts';
 import { toMs } from '../common/time.ts';
+import { matchingRule } from './main-done.ts';
 
 /** Markers read from a container's env (literal `value` only). */
 export interface EnvMarkers {
@@ -24,7 +26,29 @@ export interface ContainerProjection {
   name: string;
   image: string;
   markers: EnvMarkers;
+  /** Its own restartPolicy and rules, when it sets a restartPolicy (rules count only then). */
+  restart?: ContainerRestartProjection;
+  /** It has a liveness or startup probe: kubelet may kill it, and then restart it whatever its exit code. */
+  probeKills: boolean;
 }
+
+/** `containers[].restartPolicy` and `restartPolicyRules`, as kubelet reads them after an exit (R7). */
+export interface ContainerRestartProjection {
+  policy: string;
+  rules: RestartRuleProjection[];
+}
+
+export interface RestartRuleProjection {
+  action: string;
+  /** `In` or `NotIn`; absent when the rule has no exit codes (kubelet never matches it). */
+  operator?: string;
+  values: number[];
+}
+
+/** The API server allows 20 rules a container and 255 codes a rule. */
+const MAX_RESTART_RULES = 20;
+const MAX_RULE_EXIT_CODES = 255;
+const RESTART_ALL = 'RestartAllContainers';
 
 /**
  * The current state only: the rules never read lastState. The one timestamp kept, finishedAt, only
@@ -60,6 +84,12 @@ export interface PodProjection {
   annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation };
   containers: ContainerProjection[];
   statuses: ContainerStatusProjection[];
+  /** Kubelet's AllContainersRestarting condition is True: the whole Pod is starting over in place. */
+  allContainersRestarting: boolean;
+  /** Some container or init container has a rule restarting every container on some exit. */
+  mayRestartAll: boolean;
+  /** An init container's current exit matches such a rule: kubelet starts the Pod over. */
+  initContainerRestartsAll: boolean;
   /** Our SidecarTerminated condition, if present. */
   sidecarTerminated?: { status: string; reason?: string; message?: string };
 }
@@ -110,6 +140,9 @@ export function projectPod(pod: V1Pod): PodProjection {
     annotations: { sidecars: annotation(ANNOTATION_SIDECARS), ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE) },
     containers: (spec?.containers ?? []).map(projectContainer),
     statuses: (status?.containerStatuses ?? []).map(projectStatus),
+    allContainersRestarting: status?.conditions?.some((c) => c.type === CONDITION_ALL_CONTAINERS_RESTARTING && c.status === 'True') ?? false,
+    mayRestartAll: [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => restartRulesOf(c).some((r) => r.action === RESTART_ALL)),
+    initContainerRestartsAll: initContainerRestartsAll(spec?.initContainers ?? [], status?.initContainerStatuses ?? []),
     sidecarTerminated: condition && {
       status: condition.status,
       reason: condition.reason,
@@ -168,7 +201,30 @@ export function namesAnything(annotation: NameListAnnotation): boolean {
 }
 
 function projectContainer(container: V1Container): ContainerProjection {
-  return { name: container.name, image: container.image ?? '', markers: readMarkers(container.env ?? []) };
+  return {
+    name: container.name,
+    image: container.image ?? '',
+    markers: readMarkers(container.env ?? []),
+    ...(container.restartPolicy ? { restart: { policy: container.restartPolicy, rules: restartRulesOf(container) } } : {}),
+    probeKills: container.livenessProbe != null || container.startupProbe != null,
+  };
+}
+
+function restartRulesOf(container: V1Container): RestartRuleProjection[] {
+  return (container.restartPolicyRules ?? []).slice(0, MAX_RESTART_RULES).map((r) => ({
+    action: r.action,
+    ...(r.exitCodes ? { operator: r.exitCodes.operator } : {}),
+    values: (r.exitCodes?.values ?? []).slice(0, MAX_RULE_EXIT_CODES),
+  }));
+}
+
+/** As kubelet reads it: an init container whose current exit matches its first matching rule, RestartAllContainers. */
+function initContainerRestartsAll(inits: readonly V1Container[], statuses: readonly V1ContainerStatus[]): boolean {
+  return inits.some((c) => {
+    const exitCode = statuses.find((s) => s.name === c.name)?.state?.terminated?.exitCode;
+    if (exitCode === undefined || !c.restartPolicy) return false;
+    return matchingRule(restartRulesOf(c), exitCode)?.action === RESTART_ALL;
+  });
 }
 
 /** Longer than any image reference (name ≤ 255, tag ≤ 128, digest): not kept, not swapped in. */
