@@ -10,7 +10,7 @@ import { apiError, FakeKubeApi, networkError } from '../common/kube/fake-api.ts'
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
-import { EXISTS_RECHECK_MS, isRejection, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
+import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
 import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { NodeKind } from '../rules/classify.ts';
 import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../rules/fixtures.ts';
@@ -28,6 +28,8 @@ const REQUESTS = requestPath('ns');
 interface HarnessOptions {
   pod?: V1Pod;
   node?: NodeKind;
+  /** How the node's kind is found, instead of `node`. */
+  nodeKind?: (name: string) => Promise<NodeKind>;
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -41,7 +43,7 @@ function harness(o: HarnessOptions = {}) {
     cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
     requestsForPod: (namespace, uid) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
       .filter((r) => requestPodUids(r).includes(uid)),
-    nodeKind: async () => o.node ?? 'real',
+    nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
     metrics,
     options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120 },
@@ -62,6 +64,28 @@ describe('isRejection', () => {
     [400, true], [403, true], [404, true], [422, true], [409, false], [429, false], [500, false], [503, false], [undefined, false],
   ];
   for (const [code, want] of rows) it(`${code}: ${want}`, () => assert.equal(isRejection(code), want));
+});
+
+describe('SidecarController: a Pod bound to a node that does not exist', () => {
+  it('one Warning, nothing created, looked at again slowly (not at the queue\'s pace); other errors are retried as before', async () => {
+    const api404 = new FakeKubeApi();
+    const reads: string[] = [];
+    const h = harness({
+      nodeKind: async (name) => {
+        reads.push(name);
+        return api404.get<never>(resourcePath('v1', 'nodes', undefined, name));
+      },
+    });
+    for (let i = 0; i < 3; i++) assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: NODE_NOT_FOUND_RETRY_MS });
+    assert.ok(NODE_NOT_FOUND_RETRY_MS >= 60_000);
+    assert.deepEqual(h.creates(), []);
+    const events = await h.events();
+    assert.deepEqual(events.map((e) => `${e.type} ${e.reason}`), [`Warning ${EVENT_REASONS.nodeNotFound}`]);
+    assert.match(events[0]!.message, /bound to node node-1, which does not exist/);
+    assert.equal(reads.length, 3);
+    const failing = harness({ nodeKind: async () => { throw networkError(); } });
+    await assert.rejects(failing.controller.reconcile(KEY));
+  });
 });
 
 describe('SidecarController: creating a request', () => {

@@ -2,7 +2,7 @@
 // and its requests, and carries out the one action decided (create a request, swap images, patch
 // the phase), emitting each event once.
 import type { KubeApi } from '../common/kube/api.ts';
-import { createIfAbsent } from '../common/kube/errors.ts';
+import { createIfAbsent, isNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
 import type { Logger } from '../common/log.ts';
@@ -14,7 +14,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import { decide, requestRejectedWarning } from '../rules/decide.ts';
 import type { CreateRequest, Decision } from '../rules/decision.ts';
 import type { DecisionEvent } from '../rules/events.ts';
-import { EmittedEvents } from '../rules/events.ts';
+import { EmittedEvents, warning } from '../rules/events.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import type { SidecarTerminatorOptions } from '../rules/requests.ts';
 import { projectRequest } from '../rules/requests.ts';
@@ -31,6 +31,13 @@ export const REJECTED_RETRY_MS = 300_000;
 export function isRejection(code: number | undefined): boolean {
   return code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429;
 }
+
+/**
+ * A Pod bound to a node the API server does not have (a forged or stale spec.nodeName, a node deleted
+ * under it) is looked at again this long after: the node's kind cannot be known, and asking at the
+ * queue's pace (a second) would be a read per Pod per second for nothing.
+ */
+export const NODE_NOT_FOUND_RETRY_MS = 300_000;
 
 /** After a 409 on create, look again this soon: by then the watch has brought the request that holds the name. */
 export const EXISTS_RECHECK_MS = 2_000;
@@ -82,7 +89,13 @@ export class SidecarController {
     const cached = this.deps.cachedPod(key);
     if (!cached?.pod.nodeName) return;
     const { pod } = cached;
-    const node = await this.deps.nodeKind(pod.nodeName!);
+    let node: NodeKind;
+    try {
+      node = await this.deps.nodeKind(pod.nodeName!);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return this.nodeNotFound(key, pod);
+    }
     const requests = this.deps.requestsForPod(pod.namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
     const decision = decide(pod, node, { requests, nowMs: this.now(), options: this.deps.options });
     this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
@@ -132,6 +145,15 @@ export class SidecarController {
       if (isRejection(statusCode(err))) return { kind: 'rejected', message: errorMessage(err) };
       throw err;
     }
+  }
+
+  /** One Warning, then a slow retry: the node may yet be created (a Pod bound ahead of its node), never a hot loop. */
+  private nodeNotFound(key: string, pod: PodProjection): QueueResult {
+    this.deps.log.warn('the Pod\'s node does not exist', { pod: key, node: pod.nodeName, retryInMs: NODE_NOT_FOUND_RETRY_MS });
+    const message = `Pod is bound to node ${pod.nodeName}, which does not exist: its sidecars cannot be stopped; ` +
+      `looked at again every ${NODE_NOT_FOUND_RETRY_MS / 1000}s.`;
+    this.emit(key, pod, [warning(EVENT_REASONS.nodeNotFound, `${EVENT_REASONS.nodeNotFound}/${pod.nodeName}`, message)]);
+    return { requeueAfterMs: NODE_NOT_FOUND_RETRY_MS };
   }
 
   /** One Warning with the API's reason, then a long wait: not a hot loop of failed creates. */
