@@ -27,6 +27,9 @@ COPY common ./common
 COPY crr ./crr
 # dist/main.js (minified) and dist/main.js.map; /out/node_modules: only the packages the bundle
 # leaves external (dockerode) and what they need at run time, without TypeScript files and maps.
+# The commit build_info and --version report: docker build --build-arg SOURCE_COMMIT=$(git rev-parse HEAD)
+# (the context has no .git).
+ARG SOURCE_COMMIT=
 RUN npm run build -- dist /tmp/meta.json && node scripts/runtime-modules.ts /tmp/meta.json . /out
 
 # ---- runtime: Node 24 and nothing else (no shell, no package manager) ----

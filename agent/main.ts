@@ -52,8 +52,11 @@ export const STOP_DRAIN_MS = 20_000;
 
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
   const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
-  const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('agent', VERSION) });
   const metrics = createAgentMetrics(() => queue.depth());
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
+    userAgent: userAgentFor('agent', VERSION),
+    onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+  });
   // Exits matter only to the fast path: without it the controller creates every request.
   const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => {
     if (fastPath.enabled()) exits.containerExited(runtime, id, exitCode, exitedAtMs);

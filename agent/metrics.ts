@@ -1,6 +1,6 @@
 // This node's figures, on the agent's /metrics.
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { processRegistry } from '../common/metrics.ts';
+import { processRegistry, programMetrics } from '../common/metrics.ts';
 
 /** From a millisecond (the floor: an exit event and a runtime call) to the longest grace period. */
 const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -9,6 +9,7 @@ export function createAgentMetrics(queueDepth: () => number) {
   const registry = processRegistry();
   return {
     registry,
+    ...programMetrics(registry, 'agent'),
     requestsCompleted: new Counter({
       name: 'sidecar_terminator_agent_requests_completed_total',
       help: 'Requests this agent completed, by outcome (succeeded: every container Succeeded; failed: some Failed; refused: could not be carried out).',

@@ -17,7 +17,7 @@ import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { ProjectingInformer } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import type { ControllerMetrics, QueueDepths } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
@@ -36,15 +36,19 @@ export interface RunningController {
 interface Loop {
   synced(): boolean;
   stop(): void;
+  queueDepths(): QueueDepths;
 }
 
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   const log = createLogger('controller', config.logLevel).child({ identity });
-  const client = new KubeClient(loadKubeConfig(config.kubeconfig), { userAgent: userAgentFor('controller', VERSION) });
-  const metrics = createControllerMetrics();
-  await checkNodeSelector(client, config.agentlessNodeSelector);
   let loops: Loop[] = [];
+  const metrics = createControllerMetrics(() => loops[0]?.queueDepths());
+  const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
+    userAgent: userAgentFor('controller', VERSION),
+    onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+  });
+  await checkNodeSelector(client, config.agentlessNodeSelector);
 
   const lead = () => {
     metrics.isLeader.set(1);
@@ -159,6 +163,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   pods.start();
   return {
     synced: () => nodes.isSynced() && requests.isSynced() && pods.isSynced(),
+    queueDepths: () => ({ pods: podQueue.depth(), requests: requestQueue.depth() }),
     stop: () => {
       clearInterval(resync);
       requestQueue.stop();

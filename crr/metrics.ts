@@ -1,11 +1,29 @@
 // The cluster controller's figures, on its /metrics.
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { processRegistry } from '../common/metrics.ts';
+import { processRegistry, programMetrics } from '../common/metrics.ts';
 
-export function createControllerMetrics() {
+/** Keys waiting in each of the leader's queues (nothing while a standby). */
+export interface QueueDepths {
+  pods: number;
+  requests: number;
+}
+
+export function createControllerMetrics(queueDepths: () => QueueDepths | undefined = () => undefined) {
   const registry = processRegistry();
   return {
     registry,
+    ...programMetrics(registry, 'controller'),
+    queueDepth: new Gauge({
+      name: 'sidecar_terminator_controller_queue_depth',
+      help: 'Keys waiting to be processed, by queue (pods: Job Pods to decide on; requests: requests to admit, complete or delete). Only the leader has queues.',
+      labelNames: ['queue'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const depths = queueDepths();
+        if (depths) for (const [queue, depth] of Object.entries(depths)) this.set({ queue }, depth);
+      },
+    }),
     isLeader: new Gauge({ name: 'sidecar_terminator_controller_is_leader', help: '1 while this replica is the leader.', registers: [registry] }),
     requestActions: new Counter({
       name: 'sidecar_terminator_controller_request_actions_total',

@@ -4,6 +4,7 @@
 // The two stay in node_modules, imported only where needed: dockerode on nodes with a Docker
 // socket, @kubernetes/client-node for a kubeconfig user with a credential plugin
 // (common/kube/plugin-token.ts), never in a cluster.
+import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
@@ -32,6 +33,8 @@ const result = await build({
   sourcesContent: false,
   metafile: true,
   logLevel: 'warning',
+  // The commit build_info and --version report (common/version.ts).
+  define: { 'process.env.SIDECAR_TERMINATOR_COMMIT': JSON.stringify(sourceCommit()) },
 });
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile));
 // The map's sources as seen from the project's dist/, wherever OUT_DIR is: in the image (/app/dist)
@@ -40,3 +43,14 @@ const mapFile = join(outDir, 'main.js.map');
 const map = JSON.parse(readFileSync(mapFile, 'utf8')) as { sources: string[] };
 map.sources = map.sources.map((source) => relative(resolve('dist'), resolve(outDir, source)));
 writeFileSync(mapFile, JSON.stringify(map));
+
+/** SOURCE_COMMIT (the image build's --build-arg), else git's HEAD here, else '' (unknown). */
+function sourceCommit(): string {
+  const given = process.env.SOURCE_COMMIT?.trim();
+  if (given) return given;
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return '';
+  }
+}

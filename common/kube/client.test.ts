@@ -2,7 +2,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, getObject, retryAfterMs, userAgentFor } from './client.ts';
+import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
 import { isValidName, podPath } from './paths.ts';
 import type { WatchEvent } from './api.ts';
 
@@ -204,6 +204,62 @@ describe('KubeClient', () => {
       await assert.rejects(getObject(client, podPath('ns', 'p'), 'Pod'), /expected a Pod, got PodList/);
       assert.equal((await getObject<{ kind: string }>(client, podPath('ns', 'p'), 'Pod')).kind, 'Pod');
     });
+  });
+
+  describe('onResponse (the api_requests_total metrics)', () => {
+    it('is told of every answer by verb and status, each 429 retry too, and of requests that got none', async () => {
+      const seen: string[] = [];
+      client = new KubeClient({ server }, { onResponse: (verb, code) => seen.push(`${verb} ${code}`) });
+      api.replies = [tooMany('0'), json(200, { items: [] })];
+      await client.get('/api/v1/pods');
+      await client.get('/api/v1/namespaces/ns/pods/p');
+      api.replies = [status(409, 'AlreadyExists')];
+      await assert.rejects(client.create('/api/v1/namespaces/ns/events', {}));
+      await client.patch('/api/v1/namespaces/ns/pods/p/status', {}, 'merge');
+      await client.replace('/apis/coordination.k8s.io/v1/namespaces/ns/leases/l', {});
+      await client.delete('/api/v1/namespaces/ns/pods/p');
+      api.replies = [(res) => res.end()];
+      await client.watch('/api/v1/pods', {}, () => {}, new AbortController().signal);
+      assert.deepEqual(seen, ['list 429', 'list 200', 'get 200', 'create 409', 'patch 200', 'update 200', 'delete 200', 'watch 200']);
+
+      seen.length = 0;
+      api.replies = [(res) => res.destroy()];
+      await assert.rejects(client.get('/api/v1/pods'));
+      await assert.rejects(client.get('/api/v1/namespaces/ns/pods/.'), /every path segment must be a name/); // never sent
+      assert.deepEqual(seen, ['list error']);
+    });
+
+    it('a watch its caller stops is not an error', async () => {
+      const seen: string[] = [];
+      client = new KubeClient({ server }, { onResponse: (verb, code) => seen.push(`${verb} ${code}`) });
+      const abort = new AbortController();
+      api.replies = [(res) => setTimeout(() => res.end(), 500)];
+      setTimeout(() => abort.abort(), 50);
+      await client.watch('/api/v1/pods', {}, () => {}, abort.signal).catch(() => {});
+      assert.equal(api.seen.length, 1);
+      assert.deepEqual(seen, []);
+    });
+
+    const verbs: [string, string, boolean, string][] = [
+      ['GET', '/api/v1/pods', false, 'list'],
+      ['GET', '/api/v1/namespaces', false, 'list'],
+      ['GET', '/api/v1/namespaces/ns', false, 'get'],
+      ['GET', '/api/v1/namespaces/ns/pods', false, 'list'],
+      ['GET', '/api/v1/namespaces/ns/pods/p', false, 'get'],
+      ['GET', '/api/v1/nodes/n', false, 'get'],
+      ['GET', '/apis/sidecar-terminator.dev/v1alpha1/containerrecreaterequests', false, 'list'],
+      ['GET', '/apis/sidecar-terminator.dev/v1alpha1/namespaces/ns/containerrecreaterequests/r', false, 'get'],
+      ['GET', '/apis/admissionregistration.k8s.io/v1', false, 'get'],
+      ['GET', '/version', false, 'get'],
+      ['GET', '/api/v1/pods', true, 'watch'],
+      ['POST', '/api/v1/namespaces/ns/events', false, 'create'],
+      ['PUT', '/apis/coordination.k8s.io/v1/namespaces/ns/leases/l', false, 'update'],
+      ['PATCH', '/api/v1/namespaces/ns/pods/p/status', false, 'patch'],
+      ['DELETE', '/api/v1/namespaces/ns/pods/p', false, 'delete'],
+    ];
+    for (const [method, path, watch, want] of verbs) {
+      it(`${method} ${path}${watch ? ' (watch)' : ''}: ${want}`, () => assert.equal(apiVerb(method, path, watch), want));
+    }
   });
 
   after(() => client?.close());

@@ -101,6 +101,31 @@ export interface KubeClientOptions {
    * (e.g. userAgentFor('agent', version)); default DEFAULT_USER_AGENT.
    */
   userAgent?: string;
+  /**
+   * Told of every answer, each retry's too (so 429s show): the request's verb and the HTTP status,
+   * or 'error' when none came. For the programs' api_requests_total metrics.
+   */
+  onResponse?: (verb: ApiVerb, code: string) => void;
+}
+
+export type ApiVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+
+/**
+ * The API server's verb for a request: a GET of a collection path (`/api/v1/pods`,
+ * `/apis/g/v/namespaces/ns/kind`) is a list, of anything else (an object, `/version`) a get.
+ */
+export function apiVerb(method: string, path: string, watch = false): ApiVerb {
+  if (method === 'POST') return 'create';
+  if (method === 'PUT') return 'update';
+  if (method === 'PATCH') return 'patch';
+  if (method === 'DELETE') return 'delete';
+  if (watch) return 'watch';
+  const segments = path.split('?')[0]!.split('/').filter(Boolean);
+  const groupVersion = segments[0] === 'api' ? 2 : segments[0] === 'apis' ? 3 : undefined;
+  if (groupVersion === undefined) return 'get';
+  let resource = segments.slice(groupVersion);
+  if (resource[0] === 'namespaces' && resource.length >= 3) resource = resource.slice(2);
+  return resource.length === 1 ? 'list' : 'get';
 }
 
 export class KubeClient implements KubeApi {
@@ -109,11 +134,13 @@ export class KubeClient implements KubeApi {
   private readonly agent: HttpAgent;
   private readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
   private readonly userAgent: string;
+  private readonly onResponse: KubeClientOptions['onResponse'];
 
   constructor(conn: KubeConnection, options: KubeClientOptions = {}) {
     this.conn = conn;
     this.base = new URL(conn.server);
     this.userAgent = options.userAgent || DEFAULT_USER_AGENT;
+    this.onResponse = options.onResponse;
     // Node throws on a header with control characters only when the first request is sent: say so now.
     if (!/^[\x20-\x7e]+$/.test(this.userAgent)) throw new Error(`user agent ${JSON.stringify(this.userAgent)}: printable ASCII only`);
     if (this.base.protocol === 'https:') {
@@ -234,10 +261,23 @@ export class KubeClient implements KubeApi {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const options: RequestOptions = { method, agent: this.agent, headers, signal: o.signal, timeout: o.timeoutMs };
+    // Each request sent is told to onResponse once: its status, or 'error' (not when the caller aborted it).
+    const verb = apiVerb(method, path, o.query?.watch === true);
+    let told = false;
+    const tell = (code: string) => {
+      if (!told) this.onResponse?.(verb, code);
+      told = true;
+    };
     return new Promise((resolve, reject) => {
-      const req = this.request(url, options, resolve);
+      const req = this.request(url, options, (res) => {
+        tell(String(res.statusCode ?? 0));
+        resolve(res);
+      });
       req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${o.timeoutMs} ms`)));
-      req.on('error', reject);
+      req.on('error', (err) => {
+        if (!o.signal?.aborted) tell('error');
+        reject(err);
+      });
       req.end(payload);
     });
   }
