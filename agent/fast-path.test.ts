@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { KubeApiError } from '../common/kube/client.ts';
 import { createLogger } from '../common/log.ts';
 import type { DryRunOutcome, FastPathState } from './fast-path.ts';
-import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, otherNodeName } from './fast-path.ts';
+import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FAST_PATH_STATES, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, notConfinedReason, otherNodeName } from './fast-path.ts';
 
 const apiError = (code: number, message: string) =>
   new KubeApiError(code, 'POST', '/x', JSON.stringify({ kind: 'Status', code, message }));
@@ -45,6 +45,15 @@ describe('nextCheckMs', () => {
   });
 });
 
+describe('notConfinedReason: the agent is not ready while nothing confines its create permission', () => {
+  it('not-confined: a reason for /readyz that says what to fix', () => {
+    assert.match(notConfinedReason('not-confined') ?? '', /not confined to its node: .*agent-requests\.sidecar-terminator\.dev does not match its ServiceAccount, or is not installed/);
+  });
+  it('every other state: ready as far as the fast path goes', () => {
+    for (const state of FAST_PATH_STATES.filter((s) => s !== 'not-confined')) assert.equal(notConfinedReason(state), undefined, state);
+  });
+});
+
 describe('otherNodeName', () => {
   it('is never this node', () => {
     for (const node of ['n1', 'fast-path-check-other-node', 'fast-path-check-another-node']) assert.notEqual(otherNodeName(node), node);
@@ -75,5 +84,26 @@ describe('FastPathCheck', () => {
     assert.deepEqual(states, ['enabled']);
     assert.deepEqual(sent.map((s) => s.dryRun), ['All', 'All']);
     assert.deepEqual(sent.map((s) => s.node).sort(), ['fast-path-check-other-node', 'n1']);
+  });
+});
+
+describe('FastPathCheck: not confined', () => {
+  it('both creates admitted: off, and not ready with the reason until a check finds it confined', async () => {
+    let confined = false;
+    const check = new FastPathCheck({
+      client: { create: (_p: string, body: unknown) => (confined && (body as { metadata: { labels: Record<string, string> } }).metadata.labels['crr.sidecar-terminator.dev/node-name'] !== 'n1' ? Promise.reject(denied) : Promise.resolve({})) } as never,
+      nodeName: 'n1',
+      namespace: 'sidecar-terminator',
+      log: createLogger('test', 'error'),
+      onState: () => {},
+    });
+    assert.equal(check.notReadyReason(), undefined, 'not known yet: not held against it');
+    assert.equal(await check.start(), 'not-confined');
+    check.stop();
+    assert.equal(check.enabled(), false);
+    assert.match(check.notReadyReason() ?? '', /^not confined to its node/);
+    confined = true;
+    assert.equal(await check.start(), 'enabled');
+    assert.equal(check.notReadyReason(), undefined);
   });
 });

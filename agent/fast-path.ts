@@ -63,6 +63,18 @@ export function describeFastPath(state: FastPathState): { level: 'info' | 'warn'
   }
 }
 
+/**
+ * An agent that could create requests for any node holds a permission nothing confines. It never
+ * uses it (the fast path is off), but that must not go unseen: it reports not ready, with this
+ * reason on /readyz, so the DaemonSet's rollout stalls and `kubectl get pods` shows 0/1, besides
+ * the error log line and `sidecar_terminator_agent_fast_path{state="not-confined"}`. Its work is
+ * unchanged: readiness routes no traffic to it.
+ */
+export function notConfinedReason(state: FastPathState): string | undefined {
+  if (state !== 'not-confined') return undefined;
+  return `not confined to its node: the API server would let this agent create requests for any node (policy ${AGENT_POLICY} does not match its ServiceAccount, or is not installed); it creates none, but remove the ClusterRoleBinding sidecar-terminator-agent-requests or install manifests/policies for this ServiceAccount`;
+}
+
 /** A request the API server validates like a real one; sent with dryRun=All, so never stored. */
 function probeRequest(namespace: string, nodeName: string): ContainerRecreateRequest {
   return {
@@ -114,6 +126,11 @@ export class FastPathCheck {
 
   enabled(): boolean {
     return this.state === 'enabled';
+  }
+
+  /** Why the agent is not ready on account of the fast path (notConfinedReason), or undefined. */
+  notReadyReason(): string | undefined {
+    return notConfinedReason(this.state);
   }
 
   start(): Promise<FastPathState> {

@@ -103,6 +103,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     onChange: (key, cached) => {
       const [namespace, name] = key.split('/') as [string, string];
       if (!cached) exits.forgetPod(namespace, name);
+      else exits.podChanged(namespace, name);
       if (fastPath.enabled() || !cached) owners.podChanged(key, cached?.termination);
       if (hasRequests(namespace, name)) enqueue(key);
     },
@@ -164,6 +165,8 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     notReadyReason: () => {
       if (!pods.isSynced()) return 'pod watch not synced';
       if (!requests.isSynced()) return 'request watch not synced';
+      const notConfined = fastPath.notReadyReason();
+      if (notConfined) return notConfined;
       return runtimes.notReadyReason();
     },
   });

@@ -27,9 +27,18 @@ const requestsCreatedOnExit = () => agentMetric('sidecar_terminator_agent_reques
 const fastPathState = async (state: string) => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1;
 
 /** Restarts the agent, so it checks again what it may do at once (it does at start, then after 10 s and longer). */
-async function restartAgent(): Promise<void> {
+/** `ready` false: an agent that reports not ready (not confined) is waited for only until it runs. */
+async function restartAgent({ ready = true } = {}): Promise<void> {
+  const before = (await agentPod()).metadata?.name;
   kubectl('-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENT}`);
-  kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=120s');
+  if (ready) {
+    kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=120s');
+    return;
+  }
+  await waitFor(async () => {
+    const pod = await agentPod().catch(() => undefined);
+    return pod && pod.metadata?.name !== before && pod.status?.phase === 'Running' && pod.status.podIP;
+  }, { description: 'a new agent Pod running', timeoutMs: 120_000 });
 }
 
 /** A Job whose main exits at once, and the wait until its main has exited; its sidecar runs on. */
@@ -82,10 +91,14 @@ describe('the agent, on main containers exiting in the runtime', () => {
     it('granted create without the policies (applied on an old cluster by mistake), it still creates nothing', async () => {
       kubectl('apply', '-f', new URL('../manifests/policies/rbac-agent-requests.yaml', import.meta.url).pathname);
       try {
-        await restartAgent();
+        await restartAgent({ ready: false });
         await waitFor(() => fastPathState('not-confined'), { description: 'sidecar_terminator_agent_fast_path{state="not-confined"} 1', timeoutMs: 30_000 });
         const logs = kubectl('-n', NAMESPACE, 'logs', (await agentPod()).metadata!.name!);
         assert.match(logs, /would let this agent create requests for any node/);
+        // Not confined is not quiet: the agent reports not ready, and /readyz says why.
+        const readyz = await fetch(`http://${(await agentPod()).status!.podIP}:9440/readyz`);
+        assert.equal(readyz.status, 503);
+        assert.match(await readyz.text(), /^not confined to its node/);
         const pod = await mainExited('granted');
         await new Promise((resolve) => setTimeout(resolve, 10_000));
         assert.deepEqual(await requestsFor(pod), []);

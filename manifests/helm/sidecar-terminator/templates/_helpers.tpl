@@ -2,6 +2,7 @@
 The labels of every object: the kustomize base's part-of, and Helm's own.
 */}}
 {{- define "sidecar-terminator.labels" -}}
+app.kubernetes.io/name: sidecar-terminator
 app.kubernetes.io/part-of: sidecar-terminator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -21,7 +22,7 @@ app.kubernetes.io/component: {{ . }}
 The labels of a component's objects: (list $ "agent") or (list $ "controller").
 */}}
 {{- define "sidecar-terminator.componentLabels" -}}
-{{ include "sidecar-terminator.selector" (index . 1) }}
+app.kubernetes.io/component: {{ index . 1 }}
 {{ include "sidecar-terminator.labels" (index . 0) }}
 {{- end }}
 
@@ -29,10 +30,11 @@ The labels of a component's objects: (list $ "agent") or (list $ "controller").
 The image of both workloads: repository@digest, or repository:tag (default: the chart's appVersion).
 */}}
 {{- define "sidecar-terminator.image" -}}
+{{- $repository := required "image.repository is required: where you pushed the sidecar-terminator image (npm run image; docs/images.md), e.g. --set image.repository=registry.example.com/platform/sidecar-terminator" .Values.image.repository -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 {{- end }}
 
@@ -66,4 +68,13 @@ Whether the admission policies (and the agent's create permission they make safe
 {{- if and .Values.admissionPolicies.enabled (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") -}}
 true
 {{- end }}
+{{- end }}
+
+{{/*
+The agent's ServiceAccount: its object, the DaemonSet, every binding of the agent's roles and the
+agent policy's match all take the name from here, so the create permission never goes without the
+policy that confines it.
+*/}}
+{{- define "sidecar-terminator.agentServiceAccount" -}}
+sidecar-terminator-agent
 {{- end }}
