@@ -22,6 +22,10 @@ for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubele
   [ -x "$BIN/$c" ] || { echo "up.sh: $BIN/$c missing (run build-k8s.sh)" >&2; exit 1; }
 done
 
+# containerd: Debian's 1.6, or containerd 2 built (or reused) now (lib.sh says which).
+if [ "$ST_CONTAINERD" = 2 ]; then CONTAINERD_BIN=$("$here/build-containerd.sh"); else CONTAINERD_BIN=/usr/bin; fi
+CTR=$CONTAINERD_BIN/ctr
+
 # A previous cluster (or a crashed run) is cleaned up first.
 "$here/down.sh" >/dev/null 2>&1 || true
 rm -rf "$ST"
@@ -32,6 +36,7 @@ mkdir -p "$ST_LOGS" "$ST_RUN" "$ST_PKI" "$ST/etcd" "$CONTAINERD_DIR/cni" "$ST/ku
 mountpoint -q "$ST" || mount --bind "$ST" "$ST"
 mount --make-rshared "$ST"
 echo "$BIN" >"$ST_RUN/bin-dir"
+echo "$CONTAINERD_BIN" >"$ST_RUN/containerd-bin-dir"
 
 on_failure() {
   local rc=$?
@@ -66,7 +71,7 @@ dev=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev")
 NODE_IP=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4, a, "/"); print a[1]; exit}')
 [ -n "$NODE_IP" ] || { echo "up.sh: no IPv4 address on $dev" >&2; exit 1; }
 NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
-log "node $NODE_NAME, IP $NODE_IP (on $dev), state in $ST, binaries in $BIN"
+log "node $NODE_NAME, IP $NODE_IP (on $dev), state in $ST, binaries in $BIN, containerd $ST_CONTAINERD from $CONTAINERD_BIN"
 
 # ---------------------------------------------------------------- certificates
 pki() { openssl "$@" 2>>"$ST_LOGS/openssl.log"; }
@@ -169,12 +174,12 @@ start etcd etcd --name=sidecar-terminator-e2e --data-dir="$ST/etcd" \
 
 # The shared template, plus two cluster-only settings: network namespaces and runc's state
 # inside $ST instead of /var/run/netns and /run/containerd/runc.
-sed -e "s|@DIR@|$CONTAINERD_DIR|g" "$E2E_SRC/runtime/containerd.toml.tmpl" \
+sed -e "s|@DIR@|$CONTAINERD_DIR|g" "$E2E_SRC/runtime/$CONTAINERD_TEMPLATE" \
   | sed -e 's|^\(\s*\)restrict_oom_score_adj = true|&\n\1netns_mounts_under_state_dir = true|' \
         -e "s|^\(\s*\)SystemdCgroup = false|&\n\1Root = \"$CONTAINERD_DIR/runc\"|" \
   >"$CONTAINERD_DIR/config.toml"
 grep -q netns_mounts_under_state_dir "$CONTAINERD_DIR/config.toml" && grep -q "Root = " "$CONTAINERD_DIR/config.toml" \
-  || { echo "up.sh: could not adapt containerd.toml.tmpl" >&2; exit 1; }
+  || { echo "up.sh: could not adapt $CONTAINERD_TEMPLATE" >&2; exit 1; }
 cat >"$CONTAINERD_DIR/cni/10-$CNI_NETWORK.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -196,14 +201,19 @@ cat >"$CONTAINERD_DIR/cni/10-$CNI_NETWORK.conflist" <<EOF
   ]
 }
 EOF
-start containerd containerd --config "$CONTAINERD_DIR/config.toml" --log-level info
+# Its runc shim is found on its PATH: containerd 2's own before Debian's.
+start containerd env PATH="$CONTAINERD_BIN:$PATH" "$CONTAINERD_BIN/containerd" --config "$CONTAINERD_DIR/config.toml" --log-level info
 
 bash "$E2E_SRC/images/build.sh" "$ST/images" >"$ST_LOGS/images.log" 2>&1
 
 wait_until "etcd healthy" 60 etcd curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
 # ---------------------------------------------------------------- control plane
-start kube-apiserver "$BIN/kube-apiserver" \
+# ContainerStopSignals (lifecycle.stopSignal) is alpha from 1.33 and off by default: on for the
+# e2e tests of it (e2e/stop-semantics.test.ts), on the API server and kubelet alike.
+FEATURE_GATES=""
+if [ "$K8S_MINOR" -ge 33 ]; then FEATURE_GATES="ContainerStopSignals=true"; fi
+start kube-apiserver "$BIN/kube-apiserver" ${FEATURE_GATES:+--feature-gates="$FEATURE_GATES"} \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
   --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address="$NODE_IP" \
   --cert-dir="$ST/apiserver-certs" \
@@ -223,11 +233,11 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --proxy-client-cert-file="$ST_PKI/front-proxy-client.crt" --proxy-client-key-file="$ST_PKI/front-proxy-client.key" \
   --profiling=false --v=1
 
-wait_until "containerd serving" 60 containerd ctr -a "$CONTAINERD_SOCK" version
+wait_until "containerd serving" 60 containerd "$CTR" -a "$CONTAINERD_SOCK" version
 for img in pause busybox quick-exit; do
-  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
+  "$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
 done
-log "images imported: $(ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+log "images imported: $("$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
 
 wait_until "kube-apiserver ready" 120 kube-apiserver curl -sf --cacert "$ST_PKI/ca.crt" \
   --cert "$ST_PKI/admin.crt" --key "$ST_PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -297,7 +307,7 @@ serializeImagePulls: false
 rotateCertificates: false
 serverTLSBootstrap: false
 EOF
-start kubelet "$BIN/kubelet" --config="$ST/kubelet/config.yaml" --kubeconfig="$ST/kubelet-client.kubeconfig" \
+start kubelet "$BIN/kubelet" ${FEATURE_GATES:+--feature-gates="$FEATURE_GATES"} --config="$ST/kubelet/config.yaml" --kubeconfig="$ST/kubelet-client.kubeconfig" \
   --root-dir="$ST/kubelet" --cert-dir="$ST/kubelet/pki" \
   --node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
 
@@ -370,6 +380,9 @@ export KUBECONFIG=$ST/admin.kubeconfig
 export ST_NODE_NAME=$NODE_NAME
 export ST_NODE_IP=$NODE_IP
 export ST_CONTAINERD_SOCK=$CONTAINERD_SOCK
+export ST_CONTAINERD_VERSION=$("$CTR" -a "$CONTAINERD_SOCK" version | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }')
+# The node's own ctr first (containerd 2's client for containerd 2).
+export PATH=$CONTAINERD_BIN:\$PATH
 export ST_CONTAINERD_NAMESPACE=k8s.io
 export ST_K8S_BIN=$BIN
 export ST_K8S_VERSION=$K8S_VERSION

@@ -76,10 +76,20 @@ export function clusterEnv(): ClusterEnv {
  * What differs by release, as the README's "Supported Kubernetes versions" states it: the tests
  * expect it from the version, so a wrong detection by the agent or the controller shows.
  */
-export function versionFeatures(version = clusterEnv().k8sVersion): { admissionPolicies: boolean; nativeSidecars: boolean } {
+export function versionFeatures(version = clusterEnv().k8sVersion): {
+  admissionPolicies: boolean;
+  nativeSidecars: boolean;
+  /** The `sleep` lifecycle action (PodLifecycleSleepAction: beta, on by default, from 1.30). */
+  sleepHook: boolean;
+  /**
+   * `lifecycle.stopSignal` (ContainerStopSignals: alpha from 1.33, still off by default in 1.37;
+   * e2e/cluster/up.sh turns it on). The runtime must apply it too: containerd 2.1+.
+   */
+  stopSignal: boolean;
+} {
   const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1]);
   if (!Number.isInteger(minor)) throw new Error(`not a Kubernetes version: ${version}`);
-  return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29 };
+  return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29, sleepHook: minor >= 30, stopSignal: minor >= 33 };
 }
 
 export interface Clients {

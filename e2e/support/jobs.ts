@@ -28,6 +28,8 @@ export interface JobSpec {
   grace?: number;
   backoffLimit?: number;
   volumes?: k8s.V1Volume[];
+  /** spec.os: the API requires it for a container's lifecycle.stopSignal. */
+  os?: k8s.V1PodOS;
 }
 
 export async function runJob(namespace: string, name: string, spec: JobSpec): Promise<void> {
@@ -47,6 +49,7 @@ export async function runJob(namespace: string, name: string, spec: JobSpec): Pr
           containers: spec.containers,
           initContainers: spec.initContainers,
           volumes: spec.volumes,
+          ...(spec.os ? { os: spec.os } : {}),
         },
       },
     },

@@ -1,0 +1,103 @@
+// Stop semantics as kubelet's, on the real kubelet and runtime: a sidecar is stopped with its
+// `lifecycle.stopSignal`, and a `sleep` preStop action runs before the signal, within the grace
+// period. Each test asserts what the sidecar itself saw and when, from its own log lines as the
+// runtime timestamped them, not only that the Job completed.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { CriRuntime } from '../agent/runtime/cri.ts';
+import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
+import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
+import { deployProject } from './support/deploy.ts';
+import * as jobs from './support/jobs.ts';
+import { SIDECAR_MARK, container } from './support/jobs.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { containerStatus } from './support/workloads.ts';
+
+const { core } = clients();
+let namespace: string;
+const features = versionFeatures();
+
+/** The main says when it is done, as its last line: its exit, to the millisecond. */
+const MAIN = 'sleep 3; echo main done';
+/** A sidecar that says which signal came (any of TERM, INT, USR1) and exits 0 on it. */
+const SIGNAL_LOGGER = [
+  ...['TERM', 'INT', 'USR1'].map((sig) => `trap 'echo "got SIG${sig}"; exit 0' ${sig}`),
+  'echo ready',
+  // sleep in the background: a trapped signal interrupts `wait` at once.
+  'while :; do sleep 1 & wait $!; done',
+].join('\n');
+
+/** containerd applies a container's stop signal from 2.1 on (earlier releases take the image's). */
+async function runtimeAppliesStopSignal(): Promise<{ ok: boolean; version: string }> {
+  const runtime = await CriRuntime.connect(clusterEnv().containerdSocket);
+  try {
+    const { runtimeVersion } = await runtime.version();
+    const [major = 0, minor = 0] = (/(\d+)\.(\d+)/.exec(runtimeVersion) ?? []).slice(1).map(Number);
+    return { ok: major > 2 || (major === 2 && minor >= 1), version: runtimeVersion };
+  } finally {
+    runtime.close();
+  }
+}
+
+/** Runs the Job and returns, once it finished, its Pod and the main's and the sidecar's log lines. */
+async function run(name: string, spec: Omit<jobs.JobSpec, 'restartPolicy'>) {
+  await jobs.runJob(namespace, name, { restartPolicy: 'Never', ...spec });
+  const { type } = await jobs.finishedJob(namespace, name, 90_000);
+  const pod = await jobs.onlyPod(namespace, name);
+  const podName = pod.metadata!.name!;
+  const main = timestampedLogs(namespace, podName, 'main');
+  const sidecar = timestampedLogs(namespace, podName, 'proxy');
+  const mainDone = firstLine(main, /^main done$/);
+  assert.ok(mainDone, `the main's log:\n${showLines(main)}`);
+  return { type, pod, sidecar, mainDoneMs: mainDone.atMs, shown: `main:\n${showLines(main)}\nproxy:\n${showLines(sidecar)}` };
+}
+
+describe('stop semantics as kubelet\'s', () => {
+  before(async () => {
+    await deployProject();
+    namespace = await createTestNamespace(core, 'stop-semantics');
+  });
+  after(async () => {
+    if (namespace) await deleteTestNamespace(core, namespace);
+  });
+
+  const noStopSignal = !features.stopSignal && `Kubernetes ${clusterEnv().k8sVersion} has no lifecycle.stopSignal (ContainerStopSignals, 1.33+)`;
+  it('a sidecar with lifecycle.stopSignal SIGUSR1 gets SIGUSR1, not SIGTERM, right after the main\'s exit', { skip: noStopSignal }, async (t) => {
+    const runtime = await runtimeAppliesStopSignal();
+    if (!runtime.ok) return t.skip(`containerd ${runtime.version} does not apply a container's stop signal (2.1+)`);
+    const grace = 10;
+    const { type, pod, sidecar, mainDoneMs, shown } = await run('stop-signal', {
+      grace,
+      // The API takes a stop signal only from a Pod that names its OS.
+      os: { name: 'linux' },
+      containers: [container('main', MAIN), container('proxy', SIGNAL_LOGGER, { env: [SIDECAR_MARK], lifecycle: { stopSignal: 'SIGUSR1' } })],
+    });
+    t.diagnostic(shown);
+    const got = sidecar.filter((l) => /^got SIG/.test(l.text));
+    assert.deepEqual(got.map((l) => l.text), ['got SIGUSR1'], shown);
+    const afterMainMs = got[0]!.atMs - mainDoneMs;
+    t.diagnostic(`main done → SIGUSR1 seen by the sidecar: ${afterMainMs} ms`);
+    assert.ok(afterMainMs >= 0 && afterMainMs < 5_000, `SIGUSR1 ${afterMainMs} ms after the main's exit`);
+    assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, 'the sidecar exited on its trap, not SIGKILL');
+    assert.equal(type, 'Complete');
+  });
+
+  const noSleep = !features.sleepHook && `Kubernetes ${clusterEnv().k8sVersion} has no sleep lifecycle action (PodLifecycleSleepAction, on by default from 1.30)`;
+  it('a sidecar with a 6 s sleep preStop gets SIGTERM 6 s after the main\'s exit, within the grace period', { skip: noSleep }, async (t) => {
+    const grace = 15;
+    const sleepSeconds = 6;
+    const { type, pod, sidecar, mainDoneMs, shown } = await run('sleep-hook', {
+      grace,
+      containers: [container('main', MAIN), container('proxy', SIGNAL_LOGGER, { env: [SIDECAR_MARK], lifecycle: { preStop: { sleep: { seconds: sleepSeconds } } } })],
+    });
+    t.diagnostic(shown);
+    const term = firstLine(sidecar, /^got SIGTERM$/);
+    assert.ok(term, `the sidecar never logged SIGTERM:\n${shown}`);
+    const afterMainMs = term.atMs - mainDoneMs;
+    t.diagnostic(`main done → SIGTERM seen by the sidecar: ${afterMainMs} ms (sleep ${sleepSeconds} s, grace ${grace} s)`);
+    assert.ok(afterMainMs >= sleepSeconds * 1000, `SIGTERM ${afterMainMs} ms after the main's exit: before the ${sleepSeconds} s sleep ended`);
+    assert.ok(afterMainMs <= grace * 1000, `SIGTERM ${afterMainMs} ms after the main's exit: past the ${grace} s grace period`);
+    assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, 'the sidecar exited on its trap, not SIGKILL');
+    assert.equal(type, 'Complete');
+  });
+});
