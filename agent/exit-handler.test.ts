@@ -269,6 +269,33 @@ describe('ExitHandler', () => {
     }
   });
 
+  it('R7, R42: a main kubelet may restart whatever its code (OnFailure, liveness probe) waits for kubelet\'s report, then goes on the Pod\'s next update', async () => {
+    const probed = (state: 'running' | { exit: number }) => {
+      const raw = makePod({ restartPolicy: 'OnFailure', containers: [main('main', state), sidecar('proxy')] });
+      raw.spec!.containers[0]!.livenessProbe = { exec: { command: ['check'] } };
+      return projectPod(raw);
+    };
+    const pods = [probed('running')];
+    const h = harness({ pods });
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await settle();
+    assert.deepEqual(h.api.lines({ method: 'create' }), [], 'the runtime\'s exit 0 alone may be a probe kill kubelet restarts');
+    // An update where kubelet still shows the main running: still waiting, looked at again later.
+    h.exits.podChanged('ns', 'job-pod');
+    await settle();
+    assert.deepEqual(h.api.lines({ method: 'create' }), []);
+    // Kubelet reports that very container terminated with 0: it does not restart it.
+    pods[0] = probed({ exit: 0 });
+    h.exits.podChanged('ns', 'job-pod');
+    await until(async () => (await h.onExit('created')) === 1);
+    assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.spec.containers.map((c) => c.name), ['proxy']);
+    // Nothing waits any more: a further update does not look again.
+    h.exits.podChanged('ns', 'job-pod');
+    await settle();
+    h.exits.stop();
+    assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 1);
+  });
+
   it('after stop(), exits are not acted on', async () => {
     const h = harness();
     h.exits.stop();

@@ -57,6 +57,11 @@ export class ExitHandler {
    * and when the latest of those events arrived and its exit happened (for the timings).
    */
   private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number; lastExitedAtMs?: number }>();
+  /**
+   * By Pod key, the runtime prefix of Pods whose mains' exit only kubelet's report settles (R7, R42):
+   * looked at again on the Pod's next update, kept while the Pod is cached.
+   */
+  private readonly awaitingKubelet = new Map<string, string>();
 
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
@@ -94,6 +99,16 @@ export class ExitHandler {
   /** The Pod left the cache: its exits are of no more use. */
   forgetPod(namespace: string, name: string): void {
     this.reportedExits.delete(`${namespace}/${name}`);
+    this.awaitingKubelet.delete(`${namespace}/${name}`);
+  }
+
+  /** The Pod's status changed: one whose main's exit waited for kubelet's report is looked at again. */
+  podChanged(namespace: string, name: string): void {
+    const podKey = `${namespace}/${name}`;
+    const prefix = this.awaitingKubelet.get(podKey);
+    if (prefix === undefined || this.stopped) return;
+    this.awaitingKubelet.delete(podKey);
+    this.queue.add(`${prefix}/${podKey}`);
   }
 
   private enqueue(runtime: ContainerRuntime, namespace: string, name: string, exit: ReportedExit): void {
@@ -164,7 +179,13 @@ export class ExitHandler {
     const requests = this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
     const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: Date.now(), options: this.options });
     const createStartMs = Date.now();
-    let decision = decide();
+    const first = decide();
+    if (first.awaitingKubelet.length > 0) {
+      // The runtime cannot tell a probe kill kubelet restarts from a final exit: its report can.
+      this.awaitingKubelet.set(`${namespace}/${name}`, prefix);
+      this.deps.log.debug('main exited; waiting for kubelet to report whether it restarts it', { pod: `${namespace}/${name}`, containers: first.awaitingKubelet });
+    }
+    let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
     // request not ours (our name taken, see isOwnRequest): decided again without that name.
@@ -175,7 +196,7 @@ export class ExitHandler {
       const holder = await this.holderOf(decision.request, pod);
       if (holder === 'ours') break;
       if (holder) requests.push(holder);
-      decision = decide();
+      decision = decide().request;
     }
     if (!decision) return;
     const createdAtMs = Date.now();

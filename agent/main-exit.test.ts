@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, it } from 'node:test';
 import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../rules/fixtures.ts';
 import { projectPod } from '../rules/projection.ts';
@@ -23,7 +24,18 @@ interface Case {
   requests?: ExistingRequest[];
   /** Containers of the request the agent creates; undefined: none. */
   stops?: string[];
+  /** Changes to the Pod beyond PodSpec (probes, container restart rules, conditions). */
+  edit?: (pod: V1Pod) => void;
+  /** Mains whose exit waits for kubelet's report. */
+  awaiting?: string[];
 }
+
+const LIVENESS = { livenessProbe: { exec: { command: ['true'] } } };
+/** The main's spec gets `extra`. */
+const mainSpec = (extra: Partial<V1Container>) => (pod: V1Pod) => { Object.assign(pod.spec!.containers[0]!, extra); };
+const onFailure: PodSpec = { ...reported, restartPolicy: 'OnFailure' };
+/** Kubelet has reported the main's exit (same container ID as the runtime's attempt 0). */
+const reportedExit = (code: number): PodSpec => ({ ...onFailure, containers: [main('main', exited(code), { id: 'containerd://main-0' }), sidecar('proxy', 'running', [], { id: 'containerd://proxy-0' })] });
 
 const cases: Case[] = [
   { name: 'Never: main exited 0 in the runtime before kubelet reported it', runtime: [exit('main', 0), run('proxy')], stops: ['proxy'] },
@@ -43,20 +55,60 @@ const cases: Case[] = [
   { name: 'restartPolicy Always', pod: { ...reported, restartPolicy: 'Always' }, runtime: [exit('main', 0), run('proxy')] },
   { name: 'two mains, one still running', pod: { ...reported, containers: [main('a'), main('b'), sidecar('proxy')] }, runtime: [exit('a', 0), run('b'), run('proxy')] },
   { name: 'two mains done, two sidecars, one already exited', pod: { ...reported, containers: [main('a'), main('b'), sidecar('p1'), sidecar('p2')] }, runtime: [exit('a', 0), exit('b', 0), exit('p1', 0), run('p2')], stops: ['p2'] },
+  // R7, R42: what a runtime exit alone cannot settle waits for kubelet's report.
+  {
+    name: 'OnFailure, liveness probe, exit 0: may be a probe kill kubelet restarts; kubelet\'s report is waited for',
+    pod: onFailure, edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('proxy')], awaiting: ['main'],
+  },
+  {
+    name: 'OnFailure, liveness probe, kubelet reported that very exit 0 as final: stop',
+    pod: reportedExit(0), edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('proxy')], stops: ['proxy'],
+  },
+  {
+    name: 'OnFailure, liveness probe, kubelet reported the main running (stale): wait',
+    pod: { ...onFailure, containers: [main('main', 'running', { id: 'containerd://main-0' }), sidecar('proxy')] }, edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('proxy')], awaiting: ['main'],
+  },
+  {
+    name: 'OnFailure, liveness probe, restarted by kubelet: the new attempt runs',
+    pod: onFailure, edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('main', 1), run('proxy')],
+  },
+  { name: 'Never, liveness probe: a probe kill is final, full speed', edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('proxy')], stops: ['proxy'] },
+  {
+    name: 'Never, a Restart rule matching the exit: restarted, not done (no wait: the code says it)',
+    edit: mainSpec({ restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }] }),
+    runtime: [exit('main', 42), run('proxy')],
+  },
+  {
+    name: 'Never, a Restart rule not matching exit 0: done at full speed',
+    edit: mainSpec({ restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }] }),
+    runtime: [exit('main', 0), run('proxy')], stops: ['proxy'],
+  },
+  {
+    name: 'OnFailure, container policy Never: a failed main is final',
+    pod: onFailure, edit: mainSpec({ restartPolicy: 'Never' }), runtime: [exit('main', 1), run('proxy')], stops: ['proxy'],
+  },
+  {
+    name: 'a Pod that may restart all its containers: kubelet\'s report is waited for',
+    edit: mainSpec({ restartPolicy: 'Never', restartPolicyRules: [{ action: 'RestartAllContainers', exitCodes: { operator: 'In', values: [42] } }] }),
+    runtime: [exit('main', 0), run('proxy')], awaiting: ['main'],
+  },
 ];
 
 describe('requestOnMainExit', () => {
   for (const c of cases) {
     it(c.name, () => {
+      const raw = makePod(c.pod ?? reported);
+      c.edit?.(raw);
       const decision = requestOnMainExit({
-        pod: projectPod(makePod(c.pod ?? reported)),
+        pod: projectPod(raw),
         containers: c.runtime,
         runtimePrefix: 'containerd',
         requests: c.requests ?? [],
         nowMs: NOW,
         options: DEFAULT_OPTIONS,
       });
-      assert.deepEqual(decision?.containers, c.stops);
+      assert.deepEqual(decision.request?.containers, c.stops);
+      assert.deepEqual(decision.awaitingKubelet, c.awaiting ?? []);
     });
   }
 
@@ -69,15 +121,15 @@ describe('requestOnMainExit', () => {
       nowMs: NOW,
       options: DEFAULT_OPTIONS,
     });
-    assert.equal(decision?.request.metadata.name, requestName(UID, 1));
-    assert.deepEqual(decision?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-2', restartCount: 2 } }]);
+    assert.equal(decision.request?.request.metadata.name, requestName(UID, 1));
+    assert.deepEqual(decision.request?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-2', restartCount: 2 } }]);
   });
 });
 
 describe('runtimeView', () => {
   it('keeps the reported status of containers the runtime does not have', () => {
     const pod = projectPod(makePod({ containers: [main('main', exited(0)), sidecar('proxy')], phase: 'Running' }));
-    const view = runtimeView(pod, [run('proxy', 1)], 'containerd');
+    const view = runtimeView(pod, [run('proxy', 1)], 'containerd').pod;
     assert.deepEqual(view.statuses, [
       pod.statuses[0],
       { name: 'proxy', containerID: 'containerd://proxy-1', restartCount: 1, state: { kind: 'running' } },
@@ -110,6 +162,6 @@ describe('reportedContainers', () => {
   it('with the rules: the request the runtime listing would have given', () => {
     const containers = reportedContainers(pod(), 'containerd', new Map([['main-id', 0]]))!;
     const decision = requestOnMainExit({ pod: pod(), containers, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS });
-    assert.deepEqual(decision?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-id', restartCount: 0 } }]);
+    assert.deepEqual(decision.request?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-id', restartCount: 0 } }]);
   });
 });

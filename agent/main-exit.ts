@@ -4,33 +4,56 @@
 // before kubelet has relisted, updated the Pod status, and the controller has seen it. Everything
 // else (retries, phase patches, image swaps, warnings) stays with the controller, which also creates
 // the same request (same name) itself should the agent miss the exit.
+import { classify } from '../rules/classify.ts';
 import { decide } from '../rules/decide.ts';
+import { exitSettlesRestart } from '../rules/main-done.ts';
 import type { CreateRequest } from '../rules/decision.ts';
 import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
 import type { ExistingRequest, SidecarTerminatorOptions } from '../rules/requests.ts';
 import { isOwnRequest } from '../rules/requests.ts';
 import type { PodContainer } from './runtime/types.ts';
 
+/** The Pod as the runtime sees it, and the mains whose exit only kubelet's report can settle. */
+export interface RuntimeView {
+  pod: PodProjection;
+  /** Mains the runtime shows exited but kubelet may start again whatever their code (R7): its report decides. */
+  awaitingKubelet: string[];
+}
+
 /**
  * The Pod as the runtime sees it now: each container's status comes from its latest attempt in the
  * runtime (kubelet's attempt number is the status's restartCount); containers the runtime does not
  * have keep their reported status. A Pending Pod whose containers have all started is running.
+ * A main's exit that its code alone cannot settle (a probe kill kubelet restarts, a Pod that may
+ * start over) is not laid over the report: kubelet's report of that very exit stands, or, until
+ * kubelet has reported it, the main counts as not done.
  */
-export function runtimeView(pod: PodProjection, containers: readonly PodContainer[], runtimePrefix: string): PodProjection {
+export function runtimeView(pod: PodProjection, containers: readonly PodContainer[], runtimePrefix: string): RuntimeView {
+  const mains = new Set(classify(pod).mains);
+  const awaitingKubelet: string[] = [];
   const statuses = pod.containers.flatMap((spec): ContainerStatusProjection[] => {
     const reported = pod.statuses.find((s) => s.name === spec.name);
     const latest = latestAttempt(containers, spec.name);
     const state = latest && runtimeState(latest);
     if (!latest || !state) return reported ? [reported] : [];
-    return [{ name: spec.name, containerID: `${runtimePrefix}://${latest.id}`, restartCount: latest.attempt, state }];
+    const containerID = `${runtimePrefix}://${latest.id}`;
+    if (state.kind === 'terminated' && mains.has(spec.name) && !exitSettlesRestart(pod, spec.name)) {
+      if (reported?.containerID === containerID && reported.state.kind === 'terminated') return [reported];
+      awaitingKubelet.push(spec.name);
+      return [{ name: spec.name, containerID, restartCount: latest.attempt, state: { kind: 'waiting', reason: AWAITING_KUBELET } }];
+    }
+    return [{ name: spec.name, containerID, restartCount: latest.attempt, state }];
   });
   const started = pod.containers.every((spec) => {
     const state = latestAttempt(containers, spec.name)?.state;
     return state === 'running' || state === 'exited';
   });
   const phase = pod.phase === 'Pending' && started ? 'Running' : pod.phase;
-  return { ...pod, phase, statuses };
+  return { pod: { ...pod, phase, statuses }, awaitingKubelet };
 }
+
+/** The state a main's withheld exit is given in the view: not done, until kubelet reports it. */
+const AWAITING_KUBELET = 'AwaitingKubeletReport';
 
 /**
  * The Pod's containers as kubelet last reported them, with the exits the runtime announced since
@@ -87,14 +110,20 @@ export interface MainExitInput {
   options: SidecarTerminatorOptions;
 }
 
-/**
- * The first request for the Pod's sidecars (no retry: those are the controller's), when the runtime
- * shows its mains done; else undefined. Its name is the first of ours no request holds.
- */
-export function requestOnMainExit(input: MainExitInput): CreateRequest | undefined {
+export interface MainExitOutcome {
+  /**
+   * The first request for the Pod's sidecars (no retry: those are the controller's), when the
+   * runtime shows its mains done. Its name is the first of ours no request holds.
+   */
+  request?: CreateRequest;
+  /** Mains whose exit waits for kubelet's report: the Pod is looked at again when its status changes. */
+  awaitingKubelet: string[];
+}
+
+export function requestOnMainExit(input: MainExitInput): MainExitOutcome {
   const view = runtimeView(input.pod, input.containers, input.runtimePrefix);
-  const decision = decide(view, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
-  if (decision.kind !== 'createRequest' || decision.retryOf !== undefined || decision.delayMs > 0) return undefined;
-  if (input.requests.some((r) => isOwnRequest(r, input.pod))) return undefined;
-  return decision;
+  const decision = decide(view.pod, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
+  const first =
+    decision.kind === 'createRequest' && decision.retryOf === undefined && decision.delayMs === 0 && !input.requests.some((r) => isOwnRequest(r, input.pod));
+  return { ...(first ? { request: decision } : {}), awaitingKubelet: view.awaitingKubelet };
 }
