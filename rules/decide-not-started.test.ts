@@ -175,9 +175,11 @@ describe('virtual node: swapped sidecars that do not run', () => {
     assert.deepEqual(expectKind(decideFor(pod, 'virtual'), 'swapImages').swaps.map((s) => s.container), ['log']);
   });
 
-  it('an ignore-exit-code sidecar still running the quick-exit image: it is about to exit, wait', () => {
+  it('an ignore-exit-code sidecar still running once swapped: the phase at once, before its quick-exit container can fail', () => {
     const pod = makePod({ restartPolicy: 'OnFailure', containers: [mainDone(), swapped('proxy', 'running', true)] });
-    assert.equal(expectKind(decideFor(pod, 'virtual'), 'wait').reason, 'imageSwapInProgress');
+    const decision = expectKind(decideFor(pod, 'virtual'), 'patchPhase');
+    assert.equal(decision.cause, 'ignoreExitCode');
+    assert.equal(decision.phase, 'Succeeded');
   });
 
   it('a non-ignore swapped sidecar crash-looping: the bounded wait, with a Warning, then the phase', () => {

@@ -2,7 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
-import { decideFor, exited, expectKind, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
+import type { StateSpec } from './fixtures.ts';
+import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 
@@ -87,5 +88,41 @@ describe('R50: real nodes without an agent, treated as virtual ones', () => {
   it('a sidecar waiting without a container ID is swapped, as on a virtual node', () => {
     const pod = done(imageSidecar('a', 'exit0:1', 'waiting', { id: null }));
     assert.equal(decideFor(pod, 'agentless').kind, 'swapImages');
+  });
+});
+
+describe('R21: an ignore-exit-code sidecar on a virtual node ends the Pod by its mains (issue 24, item 9)', () => {
+  /** An ignore-exit-code sidecar stopped by a swap to quick-exit:1; `swapped`: the spec already carries it. */
+  const ignoring = (state: StateSpec, swapped = true) =>
+    sidecar('proxy', state, [IGNORE_EXIT_CODE, withImage('quick-exit:1')], swapped ? { image: 'quick-exit:1' } : {});
+  const counting = (state: StateSpec) => sidecar('log', state, [withImage('quick-exit:1')], { image: 'quick-exit:1' });
+  const cases: { name: string; main: number; containers: ReturnType<typeof ignoring>[]; phase?: string; kind: string; cause?: string; phaseSet?: string; warnings?: string[] }[] = [
+    { name: 'not yet swapped: swapped first', main: 0, containers: [ignoring('running', false)], kind: 'swapImages' },
+    { name: 'swapped, still running: Succeeded at once, before the quick-exit container can fail', main: 0, containers: [ignoring('running')], kind: 'patchPhase', cause: 'ignoreExitCode', phaseSet: 'Succeeded' },
+    { name: 'the swapped container failed to start (exit 128), phase left Running by the provider: Succeeded, no SidecarFailedPod', main: 0, containers: [ignoring(exited(128))], kind: 'patchPhase', cause: 'ignoreExitCode', phaseSet: 'Succeeded', warnings: [] },
+    { name: 'exit 128, a main failed: Failed', main: 1, containers: [ignoring(exited(128))], kind: 'patchPhase', cause: 'ignoreExitCode', phaseSet: 'Failed' },
+    { name: 'exit 128 beside a counting sidecar that exited 0: Succeeded', main: 0, containers: [ignoring(exited(128)), counting(exited(0))], kind: 'patchPhase', phaseSet: 'Succeeded' },
+    { name: 'exit 128 beside a counting sidecar that exited 2: Failed, and the Warning names only the counting one', main: 0, containers: [ignoring(exited(128)), counting(exited(2))], kind: 'patchPhase', phaseSet: 'Failed', warnings: [EVENT_REASONS.sidecarFailedPod] },
+    { name: 'swapped, still running, a counting sidecar still running: wait for that one', main: 0, containers: [ignoring('running'), counting('running')], kind: 'wait' },
+    { name: 'the provider already set a terminal phase: left alone', main: 0, containers: [ignoring(exited(128))], phase: 'Failed', kind: 'notHandled' },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const pod = makePod({ restartPolicy: 'Never', ...(c.phase ? { phase: c.phase } : {}), containers: [main('app', exited(c.main)), ...c.containers] });
+      const decision = decideFor(pod, 'virtual');
+      assert.equal(decision.kind, c.kind, decision.message);
+      if (c.phaseSet) {
+        const patch = expectKind(decision, 'patchPhase');
+        assert.equal(patch.phase, c.phaseSet);
+        if (c.cause) assert.equal(patch.cause, c.cause);
+      }
+      if (c.warnings) assert.deepEqual(decision.events.filter((e) => e.type === 'Warning').map((e) => e.reason), c.warnings);
+      for (const e of decision.events) assert.doesNotMatch(e.message, /"proxy".*the Pod fails/, 'no Warning that the ignore-exit-code sidecar fails the Pod');
+    });
+  }
+
+  it('on a real node the Warning stays: there kubelet fails the Pod', () => {
+    const pod = makePod({ restartPolicy: 'Never', containers: [main('app', exited(0)), sidecar('proxy', exited(128), [IGNORE_EXIT_CODE])] });
+    assert.deepEqual(reasons(decideFor(pod, 'real')), [EVENT_REASONS.sidecarFailedPod]);
   });
 });

@@ -88,12 +88,14 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   if (classification.sidecars.length === 0) return notHandled('noSidecar', 'no sidecar container', events);
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {
-    const failed = sidecarFailedPodWarnings(pod, classification);
+    const failed = sidecarFailedPodWarnings(pod, classification, node);
+    const ended = node === 'real' ? undefined : ignoredExitsEnd(pod, classification, context, [...events, ...failed]);
+    if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', [...events, ...failed]);
   }
   if (!statusesComplete(pod)) return notHandled('statusesIncomplete', 'a container has no status yet', events);
   if (!mainsDone(pod, classification.mains)) return notHandled('mainsNotDone', 'main containers not done', events);
-  events.push(...sidecarFailedPodWarnings(pod, classification));
+  events.push(...sidecarFailedPodWarnings(pod, classification, node));
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
     // Exit codes no longer matter and kubelet never leaves a terminal phase: it stops the rest itself.
     return wait('podTerminal', `phase ${pod.phase}: kubelet stops the remaining containers`, events, running);
@@ -351,15 +353,32 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   // (OnFailure after a non-zero exit), or never started.
   const blocking = unstarted.filter((s) => !s.ignoreExitCode);
   events.push(...notStartedWarning(facts, blocking.filter((s) => !inTransit(pod, s))));
-  if (active.length > 0) {
-    if (unstoppable.length === active.length) {
+  // A swapped ignore-exit-code sidecar holds nothing up: its exit code does not count, and the swap
+  // ends it. The phase is set at once, before its quick-exit container can fail to start (R21).
+  const holding = active.filter((s) => !(s.ignoreExitCode && s.swapImage !== undefined));
+  if (holding.length > 0) {
+    if (holding.every((s) => !isStoppableOn(s, node))) {
       return notHandled('noStoppableSidecar', `no running sidecar can be stopped on a ${SWAP_NODES[node]}`, events);
     }
-    return wait('imageSwapInProgress', 'images already swapped', events, active.filter((s) => isStoppableOn(s, node)));
+    return wait('imageSwapInProgress', 'images already swapped', events, holding.filter((s) => isStoppableOn(s, node)));
   }
   if (blocking.length > 0) return afterStartTimeout(facts, blocking);
-  // Only ignore-exit-code sidecars are left, none running: end the Pod as on a real node.
-  return ignoreExitCodePatch(facts, unstarted);
+  // Only ignore-exit-code sidecars are left: end the Pod as on a real node.
+  return ignoreExitCodePatch(facts, running);
+}
+
+/**
+ * Every sidecar has terminated on a node without kubelet's phase rules for them (virtual, or swapped
+ * for want of an agent) and one is ignore-exit-code: its exit (128 when the quick-exit image lacks
+ * its command) must not leave the Pod Running, nor fail it. The phase is set as R22 sets it.
+ */
+function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[]): Decision | undefined {
+  if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return undefined;
+  if (!statusesComplete(pod) || !mainsDone(pod, classification.mains)) return undefined;
+  const ignoring = classification.sidecars.filter((s) => s.ignoreExitCode);
+  if (ignoring.length === 0) return undefined;
+  const facts = { pod, classification, running: [], context, options: context.options ?? DEFAULT_OPTIONS, events };
+  return ignoreExitCodePatch(facts, ignoring);
 }
 
 const SWAP_NODES: Record<Exclude<NodeKind, 'real'>, string> = { virtual: 'virtual node', agentless: 'node without an agent' };
@@ -569,9 +588,11 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
  * restartPolicy Never: sidecars that exited non-zero fail the Pod although every main succeeded.
  * The phase is left alone (the failure may be real); one Warning tells the operator how to fix it.
  */
-function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification): DecisionEvent[] {
+function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification, node: NodeKind): DecisionEvent[] {
   if (pod.restartPolicy !== 'Never' || pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
   const failed = classification.sidecars.flatMap((s) => {
+    // Where images are swapped, an ignore-exit-code sidecar's exit fails nothing: the phase is ours (R21).
+    if (node !== 'real' && s.ignoreExitCode) return [];
     const state = statusOf(pod, s.name)?.state;
     return state?.kind === 'terminated' && state.exitCode !== 0 ? [{ sidecar: s, exitCode: state.exitCode }] : [];
   });
