@@ -15,6 +15,7 @@ import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { ProjectingInformer } from '../common/informer.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
+import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
 import { ExitHandler } from './exit-handler.ts';
@@ -76,10 +77,8 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     client,
     path: requestPath(),
     labelSelector: requestSelector,
-    // One node's requests and Pods: listed from the API server's cache, not etcd (a fleet of agents
-    // restarting at once). Safe: every write from this state is a compare-and-swap on resourceVersion.
-    smallCollection: true,
-    project: (r) => r,
+    project: keptRequest,
+    pageSize: REQUEST_PAGE_SIZE,
     indexBy: podUidIndex,
     onChange: (_key, r) => {
       if (!r?.spec?.podName) return;
@@ -96,7 +95,6 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     client,
     path: podPath(),
     fieldSelector: podSelector,
-    smallCollection: true,
     project: projectCachedPod,
     // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
     indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),

@@ -34,6 +34,8 @@ export interface AgentContainerStatus {
 export interface AgentContainerSpec {
   name: string;
   preStop?: Handler;
+  /** The container has a hook too large to keep (MAX_KEPT_HOOK_BYTES): read with the Pod from the API when a stop needs it. */
+  preStopNotKept?: true;
   ports?: ContainerPort[];
   /** `lifecycle.stopSignal` (e.g. SIGUSR1): the signal the container is stopped with, instead of the image's. */
   stopSignal?: string;
@@ -58,7 +60,14 @@ export interface AgentPod {
   readiness?: { status: string; sinceMs: number };
 }
 
-export function projectAgentPod(pod: V1Pod): AgentPod {
+/**
+ * The largest preStop hook (as JSON) kept for every Pod of the node: a Pod's creator can make a hook
+ * as large as the Pod. A larger one is read from the API server only when a request stops its container.
+ */
+export const MAX_KEPT_HOOK_BYTES = 4096;
+
+/** `wholeHooks`: keep every hook, whatever its size (a Pod read for one stop, not cached). */
+export function projectAgentPod(pod: V1Pod, o: { wholeHooks?: boolean } = {}): AgentPod {
   const readiness = pod.status?.conditions?.find((c) => c.type === READINESS_CONDITION);
   return {
     namespace: pod.metadata?.namespace ?? '',
@@ -72,7 +81,7 @@ export function projectAgentPod(pod: V1Pod): AgentPod {
     deleting: pod.metadata?.deletionTimestamp !== undefined,
     containers: (pod.spec?.containers ?? []).map((c) => ({
       name: c.name,
-      preStop: c.lifecycle?.preStop as Handler | undefined,
+      ...keptHook(c.lifecycle?.preStop as Handler | undefined, o.wholeHooks ?? false),
       ports: c.ports as ContainerPort[] | undefined,
       ...(c.lifecycle?.stopSignal ? { stopSignal: c.lifecycle.stopSignal } : {}),
     })),
@@ -82,6 +91,11 @@ export function projectAgentPod(pod: V1Pod): AgentPod {
       sinceMs: toMs(readiness.lastTransitionTime) ?? 0,
     },
   };
+}
+
+function keptHook(hook: Handler | undefined, whole: boolean): Pick<AgentContainerSpec, 'preStop' | 'preStopNotKept'> {
+  if (!hook) return {};
+  return whole || JSON.stringify(hook).length <= MAX_KEPT_HOOK_BYTES ? { preStop: hook } : { preStopNotKept: true };
 }
 
 function projectStatus(s: V1ContainerStatus): AgentContainerStatus {

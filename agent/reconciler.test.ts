@@ -16,6 +16,7 @@ import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from
 import { MAX_STRATEGY_SECONDS, requestPath } from '../api/container-recreate-request.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
+import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { Reconciler } from './reconciler.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
@@ -335,6 +336,29 @@ describe('Reconciler: the API server\'s answers', () => {
       assert.equal(h.counts.get('completed{"outcome":"refused"}'), 1);
     });
   }
+
+  it('a hook too large to cache: the Pod is read from the API for the stop, and the hook run', async () => {
+    const big = ['/bin/drain', ...Array.from({ length: 200 }, () => 'x'.repeat(40))];
+    const fat = apiPod();
+    fat.spec!.containers[1]!.lifecycle = { preStop: { exec: { command: big } } };
+    const cached = projectAgentPod(fat);
+    assert.deepEqual(cached.containers[1], { name: 'proxy', preStopNotKept: true, ports: undefined });
+    const h = harness({ pod: cached });
+    h.api.set(POD_PATH, fat);
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.api.lines({ method: 'get' })[0], `GET ${POD_PATH} 200`);
+    assert.ok(h.calls.includes(`exec proxy-1 ${big.join(' ')}`), h.calls.join('\n'));
+  });
+
+  it('a request for Pod "." (stored before the CRD\'s pattern): completed, no read', async () => {
+    const r = request();
+    r.spec.podName = '.';
+    const h = harness({ pod: null, crr: r });
+    await h.reconciler.reconcile('ns/.');
+    assert.deepEqual(h.api.lines({ method: 'get' }), []);
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.phase, 'Completed');
+  });
 
   it('a Pod read that fails (500, no answer) fails the reconcile for the queue to retry: nothing written', async () => {
     for (const fault of [500, networkError()]) {

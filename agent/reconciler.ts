@@ -175,7 +175,7 @@ export class Reconciler {
     if (requests.length === 0) return;
     for (const r of requests) if (r.metadata.uid && !this.known.has(r.metadata.uid)) this.known.set(r.metadata.uid, { atMs: actingAtMs });
 
-    const pod = await this.loadPod(namespace, podName, requests[0]!);
+    const pod = await this.loadPod(namespace, podName, requests[0]!, requests);
     if (!pod) {
       for (const r of requests) await this.writeStatus(r, completedStatus(r, `Pod ${namespace}/${podName} not found`, this.now()), 'refused');
       return;
@@ -272,15 +272,20 @@ export class Reconciler {
     });
   }
 
-  /** The Pod from the cache, or from the API when the cache does not have the one the request is for. */
-  private async loadPod(namespace: string, name: string, request: ContainerRecreateRequest): Promise<AgentPod | undefined> {
+  /**
+   * The Pod from the cache, or from the API when the cache does not have the one the request is for,
+   * or lacks a hook of a container one of the requests names (too large to keep, see MAX_KEPT_HOOK_BYTES).
+   */
+  private async loadPod(namespace: string, name: string, request: ContainerRecreateRequest, all: readonly ContainerRecreateRequest[]): Promise<AgentPod | undefined> {
     const wantedUid = request.metadata.labels?.[LABEL_POD_UID];
     const cached = this.deps.cachedPod(namespace, name);
-    if (cached && (!wantedUid || cached.uid === wantedUid)) return cached;
+    const named = new Set(all.flatMap((r) => r.spec.containers.map((c) => c.name)));
+    const hookNotKept = cached?.containers.some((c) => c.preStopNotKept && named.has(c.name)) ?? false;
+    if (cached && (!wantedUid || cached.uid === wantedUid) && !hookNotKept) return cached;
     // A name no Pod can have (`.`: the path would read the namespace's Pod list) is never read.
     if (!isValidName(name)) return undefined;
     const pod = await getObject<V1Pod>(this.deps.client, podPath(namespace, name), 'Pod').catch(ignoreNotFound);
-    return pod && projectAgentPod(pod);
+    return pod && projectAgentPod(pod, { wholeHooks: true });
   }
 
   /**

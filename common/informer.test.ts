@@ -28,7 +28,7 @@ async function until(cond: () => boolean): Promise<void> {
 /** Until the informer has opened its `n`th watch and it is open. */
 const watching = (api: FakeKubeApi, n: number) => () => api.openWatches() === 1 && watchFrom(api).length === n;
 
-const newInformer = (api: FakeKubeApi, o: { pageSize?: number; smallCollection?: boolean; changes?: string[] } = {}) =>
+const newInformer = (api: FakeKubeApi, o: { pageSize?: number; changes?: string[] } = {}) =>
   new ProjectingInformer<Obj, string>({
     client: api, path: PODS, log: createLogger('test', 'error'),
     project: (x) => (x.owner === 'ignored' ? undefined : x.owner),
@@ -66,9 +66,8 @@ describe('ProjectingInformer', () => {
 
     assert.deepEqual(watchFrom(api), ['2', '6', '10']);
     // The first list is a consistent read in pages. The re-list after 410 Gone asks for no older
-    // than the newest version seen (the bookmark's), without a limit since the last list fit in one
-    // page: the API server answers it from its watch cache.
-    assert.deepEqual(lists(api), [{ limit: 500 }, { resourceVersion: '6', resourceVersionMatch: 'NotOlderThan' }]);
+    // than the newest version seen (the bookmark's), in pages too.
+    assert.deepEqual(lists(api), [{ limit: 500 }, { resourceVersion: '6', resourceVersionMatch: 'NotOlderThan', limit: 500 }]);
     assert.deepEqual(changes, ['ns/a=p1', 'ns/b=p1', 'ns/c=p2', 'ns/a=p2', 'ns/b=-', 'ns/b=p2', 'ns/d=p2', 'ns/a=-', 'ns/c=-']);
     assert.deepEqual(informer.byIndex('p1'), []);
     assert.deepEqual(informer.byIndex('p2'), ['p2', 'p2']);
@@ -98,21 +97,23 @@ describe('ProjectingInformer', () => {
     assert.equal(informer.size(), 3);
   });
 
-  it('a small collection is first listed from the watch cache at any version (resourceVersion=0), never again', async () => {
+  it('every list is paged, never resourceVersion=0 (answered whole from the watch cache): first list, re-list and continue pages', async () => {
     const api = new FakeKubeApi();
-    api.set(at('a'), obj('a', 'p'));
-    const informer = newInformer(api, { smallCollection: true });
+    for (const name of ['a', 'b', 'c']) api.set(at(name), obj(name, 'p'));
+    const informer = newInformer(api, { pageSize: 2 });
     informer.start();
     await until(watching(api, 1));
-    api.set(at('a'), obj('a', 'q'));
-    await until(() => informer.get('ns/a') === 'q');
+    api.remove(at('c'));
+    await until(() => informer.size() === 2);
     api.expireWatches();
     await until(watching(api, 2));
     informer.stop();
-    assert.deepEqual(lists(api), [
-      { resourceVersion: '0', limit: 500 },
-      { resourceVersion: '2', resourceVersionMatch: 'NotOlderThan' },
-    ]);
+    const queries = lists(api);
+    assert.equal(queries.length, 3);
+    for (const q of queries) {
+      assert.equal(q.limit, 2, JSON.stringify(q));
+      assert.notEqual(q.resourceVersion, '0', JSON.stringify(q));
+    }
   });
 
   it('falls back to a consistent read when the API server cannot serve the version seen (504)', async () => {
@@ -131,7 +132,7 @@ describe('ProjectingInformer', () => {
     assert.deepEqual(api.lines({ method: 'get' }), [`GET ${PODS} 200`, `GET ${PODS} 504`, `GET ${PODS} 200`]);
     assert.deepEqual(lists(api), [
       { limit: 500 },
-      { resourceVersion: '2', resourceVersionMatch: 'NotOlderThan' },
+      { resourceVersion: '2', resourceVersionMatch: 'NotOlderThan', limit: 500 },
       { limit: 500 },
     ]);
     assert.equal(informer.get('ns/a'), 'q');

@@ -3,29 +3,18 @@
 // watch from the last resource version (bookmarks keep it fresh), re-lists after 410 Gone, and backs
 // off on errors without ever giving up.
 //
-// Where lists are served from. A list without resourceVersion is a consistent read: before
-// Kubernetes 1.31 (ConsistentListFromCache) it goes to etcd, which cannot filter by field or label,
-// so an agent's "Pods on my node" list makes etcd read every Pod of the cluster. When an API server
-// restarts, every watch on it ends, the new server's watch cache no longer holds our resource
-// versions, and every informer of every agent gets 410 Gone and re-lists at once: thousands of such
-// lists must not all reach etcd. So a re-list asks for data not older than what this informer has
-// already seen (resourceVersion=<newest seen>, resourceVersionMatch=NotOlderThan), which the API
-// server may answer from its watch cache:
-// - Safe: the answer is at least as new as everything already applied (the cache waits until it
-//   has caught up, or answers 504 and we fall back to a consistent read), so the informer never
-//   goes back in time, and it watches from the list's own resourceVersion, so no change between the
-//   list and the watch is missed.
-// - Pages: older API servers serve such a list from the watch cache only without `limit` (with one
-//   it is an etcd read; newer ones page from the cache too). So the limit is left out when the
-//   previous list fit in one page anyway (one node's Pods or requests: the herd above), and kept
-//   when it did not (every Pod of the cluster, in the controller), where one unpaged answer could
-//   be hundreds of MB at once and the single controller's paged read from etcd is the lesser cost.
-// - resourceVersion=0 ("any version": the watch cache's current, possibly stale, state) is used
-//   only for an informer's first list, and only for collections declared small: the watch cache
-//   ignores `limit` for it (the whole collection comes in one response), and a stale answer is
-//   harmless only when nothing has been seen yet: the watch then catches it up, and what this
-//   project writes from cached state is a compare-and-swap on resourceVersion, a create by a fixed
-//   name, or a delete with a uid precondition.
+// Where lists are served from. Every list is paged (`limit`): what one answer holds, and so what is
+// parsed at once, is bounded by the page size whatever anyone creates (requests labelled with a
+// node, Pods bound to it: both are anyone's to create in their namespace). So never
+// resourceVersion=0, which the API server's watch cache answers whole, ignoring `limit`.
+// - The first list is a consistent read. When an API server restarts, every watch on it ends and
+//   the new server's watch cache no longer holds our resource versions: every informer of every
+//   agent gets 410 Gone and re-lists at once. So a re-list asks for data not older than what this
+//   informer has already seen (resourceVersion=<newest seen>, resourceVersionMatch=NotOlderThan),
+//   which an API server may answer from its watch cache (older ones read a paged list from etcd):
+//   the answer is at least as new as everything already applied (or 504, and we fall back to a
+//   consistent read), so the informer never goes back in time, and it watches from the list's own
+//   resourceVersion, so no change between the list and the watch is missed.
 // - A continue page carries only its token (the token pins the version; a resourceVersion next to
 //   it is invalid).
 import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
@@ -56,13 +45,8 @@ export interface InformerOptions<T extends WatchedObject, P> {
   indexBy?: (projection: P) => readonly string[];
   onRestart?: () => void;
   log: Logger;
+  /** Objects per list page (default 500): lower it for objects that may be large. */
   pageSize?: number;
-  /**
-   * The collection is small whatever the cluster's size (one node's Pods or requests): the first
-   * list then asks for resourceVersion=0 and is served from the API server's watch cache (which
-   * ignores the page size). Leave unset for collections that may be large.
-   */
-  smallCollection?: boolean;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -89,8 +73,6 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private resourceVersion = '';
   /** The newest resource version applied (kept across 410 Gone): a re-list is never older. */
   private newestSeen = '';
-  /** How many objects the last complete list had; undefined before the first. */
-  private lastListSize: number | undefined;
   private synced = false;
   private stopped = false;
   private backoffMs = 500;
@@ -190,7 +172,6 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     }
     this.resourceVersion = version;
     this.newestSeen = version || this.newestSeen;
-    this.lastListSize = seen.size;
     this.synced = true;
   }
 
@@ -201,11 +182,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   /** The first page's query: see "Where lists are served from" at the top of this file. */
   private firstPageQuery(): Query {
     const limit = this.pageSize();
-    if (this.newestSeen) {
-      const fitOnePage = this.lastListSize !== undefined && Math.max(this.lastListSize, this.items.size) < limit;
-      return { ...this.selectors(), resourceVersion: this.newestSeen, resourceVersionMatch: 'NotOlderThan', limit: fitOnePage ? undefined : limit };
-    }
-    if (this.o.smallCollection && this.lastListSize === undefined) return { ...this.selectors(), resourceVersion: '0', limit };
+    if (this.newestSeen) return { ...this.selectors(), resourceVersion: this.newestSeen, resourceVersionMatch: 'NotOlderThan', limit };
     return { ...this.selectors(), limit };
   }
 

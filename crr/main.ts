@@ -27,7 +27,7 @@ import { SidecarController } from './sidecar-controller.ts';
 import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { projectPod } from '../rules/projection.ts';
-import { DEFAULT_OPTIONS, requestPodUids } from '../rules/requests.ts';
+import { DEFAULT_OPTIONS, keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
 
 export interface RunningController {
   stop(): Promise<void>;
@@ -93,7 +93,8 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const requests = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
     client,
     path: requestPath(),
-    project: withoutManagedFields,
+    project: keptRequest,
+    pageSize: REQUEST_PAGE_SIZE,
     // By the uid in the label and in the name: a request that took our name is found whatever its labels.
     indexBy: requestPodUids,
     onChange: (key, r) => {
@@ -173,9 +174,3 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   };
 }
 
-/** managedFields are most of a request's size, and nothing here reads them. */
-function withoutManagedFields(r: ContainerRecreateRequest): ContainerRecreateRequest {
-  const metadata: ContainerRecreateRequest['metadata'] & { managedFields?: unknown } = { ...r.metadata };
-  delete metadata.managedFields;
-  return { ...r, metadata };
-}

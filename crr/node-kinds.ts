@@ -93,7 +93,7 @@ export class NodeKinds {
       : undefined;
     this.agents = new ProjectingInformer<V1Pod, AgentPod>({
       client, log, path: podPath(options.agentNamespace), labelSelector: options.agentPodSelector, project: agentPodView,
-      indexBy: (p) => [p.nodeName], smallCollection: true,
+      indexBy: (p) => [p.nodeName],
       onChange: (key, pod) => {
         const node = pod?.nodeName ?? this.agentNodes.get(key);
         if (pod) this.agentNodes.set(key, pod.nodeName);

@@ -192,6 +192,23 @@ describe('RequestsController: Pods read only when needed, and only Pods', () => 
 });
 
 describe('RequestsController: the readiness gate through a deletion', () => {
+  it('our finalizer is added and removed without touching the others, which the cache does not keep', async () => {
+    const r = request('r1', { labels: ADMITTED, unreadySeconds: 5 });
+    r.metadata.finalizers = ['example.com/keep-me'];
+    const h = harness([r]);
+    const stored = h.stored('r1')!;
+    // The cache holds the request as the controller keeps it: our finalizer only.
+    h.cache.requests = [{ ...stored, metadata: { ...stored.metadata, finalizers: undefined } }];
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.stored('r1')?.metadata.finalizers, ['example.com/keep-me', READINESS_FINALIZER]);
+    const done = h.stored('r1')!;
+    h.api.set(requestPath('ns', 'r1'), { ...done, status: { phase: 'Completed', completionTime: ago(1) } });
+    const completed = h.stored('r1')!;
+    h.cache.requests = [{ ...completed, metadata: { ...completed.metadata, finalizers: [READINESS_FINALIZER] } }];
+    await h.controller.reconcile('ns/r1');
+    assert.deepEqual(h.stored('r1')?.metadata.finalizers, ['example.com/keep-me']);
+  });
+
   it('the readiness patch carries the Pod\'s uid: a Pod recreated under the name since it was read is not touched (409)', async () => {
     const h = harness([request('r1', { labels: ADMITTED, unreadySeconds: 5 })]);
     await h.controller.reconcile('ns/r1');

@@ -13,7 +13,7 @@ import { decideLifecycle, decideReadiness, needsPod } from './lifecycle.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
-import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
+import { KIND, LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
 
 export interface RequestsControllerDeps {
   /** Reads Pods; patches requests and Pod status; deletes requests. */
@@ -100,14 +100,16 @@ export class RequestsController {
   }
 
   private async applyReadiness(crr: ContainerRecreateRequest, action: ReadinessAction): Promise<void> {
-    const finalizers = crr.metadata.finalizers ?? [];
     switch (action.kind) {
       case 'addFinalizer':
-        await this.patch(crr, { metadata: { finalizers: [...finalizers, READINESS_FINALIZER] } });
+      case 'removeFinalizer': {
+        // The cache keeps only our finalizer, and a merge patch replaces the whole list: the others
+        // are read from the API. The cached resourceVersion still guards the write (409: decided again).
+        const stored = await getObject<ContainerRecreateRequest>(this.deps.client, this.path(crr), KIND);
+        const others = (stored.metadata.finalizers ?? []).filter((f) => f !== READINESS_FINALIZER);
+        await this.patch(crr, { metadata: { finalizers: action.kind === 'addFinalizer' ? [...others, READINESS_FINALIZER] : others } });
         return;
-      case 'removeFinalizer':
-        await this.patch(crr, { metadata: { finalizers: finalizers.filter((f) => f !== READINESS_FINALIZER) } });
-        return;
+      }
       case 'setPodReady': {
         const condition = {
           type: READINESS_CONDITION,

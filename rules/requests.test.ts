@@ -16,6 +16,7 @@ import {
   requestAttempt,
   requestName,
   requestPodUids,
+  keptRequest,
   retryDelaySeconds,
 } from './requests.ts';
 
@@ -174,5 +175,48 @@ describe('projectRequest', () => {
     assert.equal(fresh.attempt, undefined);
     assert.equal(fresh.creationTimeMs, 0);
     assert.equal(fresh.completionTimeMs, undefined);
+  });
+});
+
+describe('keptRequest: what the caches keep of a request', () => {
+  it('our labels, our finalizer, spec and status; none of what its creator can make large', () => {
+    const fat: Record<string, string> = {};
+    for (let i = 0; i < 2000; i++) fat[`example.com/label-${i}`] = 'x'.repeat(63);
+    const stored = {
+      apiVersion: 'sidecar-terminator.dev/v1alpha1' as const,
+      kind: 'ContainerRecreateRequest' as const,
+      metadata: {
+        name: 'r', namespace: 'ns', uid: 'u', resourceVersion: '7', creationTimestamp: '2026-01-01T00:00:00Z',
+        labels: { ...fat, [LABEL_POD_UID]: UID, 'crr.sidecar-terminator.dev/node-name': 'n', 'crr.sidecar-terminator.dev/active': 'true' },
+        annotations: { big: 'y'.repeat(200_000) },
+        finalizers: [...Array.from({ length: 100 }, (_, i) => `example.com/f-${i}`), 'sidecar-terminator.dev/restore-readiness'],
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'p', uid: UID }],
+        managedFields: [{ manager: 'kubectl', fieldsV1: { big: 'z'.repeat(100_000) } }],
+      },
+      spec: { podName: 'p', containers: [{ name: 'proxy' }] },
+      status: { phase: 'Completed' as const, message: 'done' },
+    };
+    const kept = keptRequest(stored as ContainerRecreateRequest);
+    assert.deepEqual(kept, {
+      apiVersion: stored.apiVersion, kind: stored.kind,
+      metadata: {
+        name: 'r', namespace: 'ns', uid: 'u', resourceVersion: '7', creationTimestamp: '2026-01-01T00:00:00Z',
+        labels: { [LABEL_POD_UID]: UID, 'crr.sidecar-terminator.dev/node-name': 'n', 'crr.sidecar-terminator.dev/active': 'true' },
+        finalizers: ['sidecar-terminator.dev/restore-readiness'],
+      },
+      spec: stored.spec,
+      status: stored.status,
+    });
+    assert.ok(JSON.stringify(kept).length < 1_000);
+    assert.deepEqual(requestPodUids(kept), requestPodUids(stored as ContainerRecreateRequest), 'indexed the same');
+  });
+
+  it('no labels stays no labels; another finalizer alone is not kept', () => {
+    const kept = keptRequest({
+      apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest',
+      metadata: { name: 'r', namespace: 'ns', finalizers: ['example.com/f'] }, spec: { podName: 'p', containers: [] },
+    });
+    assert.equal(kept.metadata.labels, undefined);
+    assert.equal(kept.metadata.finalizers, undefined);
   });
 });

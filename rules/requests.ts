@@ -19,6 +19,7 @@ import {
   MAX_REQUEST_CONTAINERS,
   MIN_ACTIVE_DEADLINE_SECONDS,
   MAX_TTL_SECONDS_AFTER_FINISHED,
+  READINESS_FINALIZER,
   statusContextOf,
 } from '../api/container-recreate-request.ts';
 import { REQUEST_NAME_PREFIX } from '../api/names.ts';
@@ -105,6 +106,47 @@ export function requestPodUids(crr: ContainerRecreateRequest): string[] {
     if (numbered?.[1] && requestAttempt(numbered[1], name) !== undefined) uids.add(numbered[1]);
   }
   return [...uids];
+}
+
+/**
+ * Requests per list page: a request may be large (its creator's labels and annotations, up to the
+ * API server's object size), and a page is parsed whole before it is projected.
+ */
+export const REQUEST_PAGE_SIZE = 100;
+
+/** The labels a kept request carries: ours, which route it; no other label is read. */
+const KEPT_LABELS = [LABEL_NODE_NAME, LABEL_POD_UID, LABEL_ACTIVE, LABEL_CREATED_BY];
+
+/**
+ * What the controller and the agent keep of a request in their caches: what they read of it, and
+ * nothing anyone may make large. Its creator may give it a megabyte of labels, annotations and
+ * finalizers; kept are our labels, whether it carries our finalizer, and the spec and status (each
+ * bounded by the CRD; the status is written by our components only). No annotations, no
+ * managedFields, no owner references.
+ */
+export function keptRequest(crr: ContainerRecreateRequest): ContainerRecreateRequest {
+  const m = crr.metadata;
+  const labels: Record<string, string> = {};
+  for (const key of KEPT_LABELS) {
+    const value = m.labels?.[key];
+    if (value !== undefined) labels[key] = value;
+  }
+  return {
+    apiVersion: crr.apiVersion,
+    kind: crr.kind,
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      creationTimestamp: m.creationTimestamp,
+      ...(m.deletionTimestamp !== undefined ? { deletionTimestamp: m.deletionTimestamp } : {}),
+      ...(m.labels ? { labels } : {}),
+      ...(m.finalizers?.includes(READINESS_FINALIZER) ? { finalizers: [READINESS_FINALIZER] } : {}),
+    },
+    spec: crr.spec,
+    ...(crr.status ? { status: crr.status } : {}),
+  };
 }
 
 export interface ExistingRequestContainer {
