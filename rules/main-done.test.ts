@@ -81,6 +81,11 @@ describe('R7: is the main done? (kubelet will not start it again)', () => {
       notDone: 'podRestarting',
     },
     {
+      name: 'terminated with kubelet\'s reason RestartingAllContainers (ended for the restart): runs again',
+      pod: podWith(exited(137), {}, {}, (p) => { p.status!.containerStatuses![0]!.state!.terminated!.reason = 'RestartingAllContainers'; }),
+      notDone: 'podRestarting',
+    },
+    {
       name: 'the AllContainersRestarting condition is False: done',
       pod: podWith(exited(0), {}, {}, (p) => { p.status!.conditions = [{ type: 'AllContainersRestarting', status: 'False' }]; }),
     },

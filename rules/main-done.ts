@@ -5,6 +5,9 @@
 // the phase guard and the agent's fast path alike.
 import type { ContainerProjection, ContainerStatusProjection, PodProjection, RestartRuleProjection } from './projection.ts';
 
+/** The reason kubelet gives a container it ended (or found gone) while starting the whole Pod over. */
+const RESTARTING_ALL_CONTAINERS = 'RestartingAllContainers';
+
 /** What kubelet does after a container exits: nothing, start it again, or start the whole Pod over. */
 export type RestartAfterExit = 'none' | 'container' | 'allContainers';
 
@@ -83,6 +86,8 @@ export function mainVerdict(pod: PodProjection, name: string): MainVerdict {
 
 function notDone(pod: PodProjection, status: ContainerStatusProjection): NotDoneReason | undefined {
   if (status.state.kind !== 'terminated') return 'notTerminated';
+  // Kubelet's own mark on a container it ended to start the Pod over.
+  if (status.state.reason === RESTARTING_ALL_CONTAINERS) return 'podRestarting';
   const after = restartAfterExit(containerOf(pod, status.name), pod.restartPolicy, status.state.exitCode);
   if (after === 'allContainers') return 'podRestarting';
   return after === 'container' ? 'restarted' : undefined;

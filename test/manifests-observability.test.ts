@@ -1,13 +1,16 @@
 // The optional Grafana dashboard and PrometheusRule (manifests/optional) ask only for series that
 // exist: the metrics the agent and the controller register (agent/metrics.ts, crr/metrics.ts, with
 // prom-client's process_* and nodejs_* defaults), histograms through their _bucket/_sum/_count
-// series, and an explicit list of kube-state-metrics and Prometheus series.
+// series, and an explicit list of kube-state-metrics and Prometheus series. The alerts use no label
+// that only some scrape configs add, each has a runbook page, ratio alerts have a volume guard, and
+// the Helm chart's thresholds replace the kustomize rule's defaults one for one.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { load as parseYaml } from 'js-yaml';
 import { createAgentMetrics } from '../agent/metrics.ts';
 import { createControllerMetrics } from '../crr/metrics.ts';
+import type { Registry } from 'prom-client';
 
 const read = (path: string) => readFileSync(new URL(`../manifests/optional/${path}`, import.meta.url), 'utf8');
 
@@ -140,8 +143,8 @@ describe('manifests/optional', () => {
     assert.equal(rule.kind, 'PrometheusRule');
     assert.equal(rule.metadata.namespace, 'sidecar-terminator');
     const alerts = rules.map((r) => r.alert);
-    assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorRequestsFailing',
-      'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader']);
+    assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorAgentNotConfined',
+      'SidecarTerminatorRequestsFailing', 'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader']);
     const problems: string[] = [];
     for (const r of rules) {
       const names = metricNames(r.expr);
@@ -173,5 +176,119 @@ describe('manifests/optional', () => {
     assert.equal(generated.namespace, 'sidecar-terminator');
     assert.equal(generated.options?.labels?.grafana_dashboard, '1');
     assert.equal(generated.options?.disableNameSuffixHash, true);
+  });
+});
+
+/** Labels every scrape has, whatever its service discovery and relabelling: Prometheus' own. */
+const SCRAPE_LABELS = ['job', 'instance'];
+/** kube-state-metrics' own labels of its DaemonSet series (not target labels). */
+const EXTERNAL_LABELS: Record<string, string[]> = {
+  up: [],
+  kube_daemonset_status_desired_number_scheduled: ['namespace', 'daemonset'],
+  kube_daemonset_status_number_available: ['namespace', 'daemonset'],
+};
+
+/** The labels a series may carry wherever Prometheus scrapes it: its own, and job and instance. */
+function seriesLabels(name: string, registries: Registry[]): string[] {
+  if (EXTERNAL_LABELS[name]) return [...EXTERNAL_LABELS[name], ...SCRAPE_LABELS];
+  const suffix = HISTOGRAM_SERIES.find((s) => name.endsWith(s));
+  for (const base of suffix ? [name.slice(0, -suffix.length), name] : [name]) {
+    for (const registry of registries) {
+      const metric = registry.getSingleMetric(base) as unknown as { labelNames?: string[] } | undefined;
+      if (metric) return [...(metric.labelNames ?? []), ...(suffix === '_bucket' ? ['le'] : []), ...SCRAPE_LABELS];
+    }
+  }
+  throw new Error(`unknown series ${name}`);
+}
+
+/** [metric, label names of its matchers] for each selector, and the labels of by/on/without/ignoring clauses. */
+function labelsUsed(expr: string): { selectors: [string, string[]][]; grouping: string[] } {
+  const text = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  const selectors: [string, string[]][] = [];
+  for (const m of text.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}/g)) {
+    selectors.push([m[1]!, [...m[2]!.matchAll(/([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)/g)].map((l) => l[1]!)]);
+  }
+  const grouping = [...text.matchAll(/\b(?:by|on|without|ignoring)\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((l) => l.trim()).filter(Boolean));
+  return { selectors, grouping };
+}
+
+const RUNBOOK_BASE = 'https://github.com/sidecar-terminator/sidecar-terminator/blob/main/docs/runbooks/';
+
+describe('the alerts work wherever Prometheus scrapes', () => {
+  it('labelsUsed finds matchers and grouping labels', () => {
+    assert.deepEqual(labelsUsed('max by (job, instance) (a{state="x", b=~"y|z"}) and on (job) c{d!="{e}"}'), {
+      selectors: [['a', ['state', 'b']], ['c', ['d']]],
+      grouping: ['job', 'instance', 'job'],
+    });
+  });
+
+  it('no alert names a label only some relabelling adds (node, component, pod, namespace of a target)', () => {
+    const registries = [createAgentMetrics(() => 0).registry, createControllerMetrics().registry];
+    const problems: string[] = [];
+    for (const r of rules) {
+      const { selectors, grouping } = labelsUsed(r.expr);
+      const bare = metricNames(r.expr);
+      const available = new Set(bare.flatMap((name) => seriesLabels(name, registries)));
+      for (const [name, labels] of selectors) {
+        const own = new Set(seriesLabels(name, registries));
+        for (const label of labels) if (!own.has(label)) problems.push(`${r.alert}: ${name}{${label}}`);
+      }
+      for (const label of grouping) if (!available.has(label)) problems.push(`${r.alert}: by/on (${label})`);
+      for (const [, label] of JSON.stringify(r.annotations).matchAll(/\$labels\.(\w+)/g)) {
+        if (!available.has(label!)) problems.push(`${r.alert}: $labels.${label} in an annotation`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('every alert has a runbook_url to its page in docs/runbooks, which says what it means, how to look and what to do', () => {
+    for (const r of rules) {
+      const url = r.annotations?.runbook_url ?? '';
+      assert.equal(url, `${RUNBOOK_BASE}${r.alert}.md`, `${r.alert}: runbook_url`);
+      const page = new URL(`../docs/runbooks/${url.slice(RUNBOOK_BASE.length)}`, import.meta.url);
+      assert.ok(existsSync(page), `${r.alert}: ${page.pathname} is missing`);
+      const text = readFileSync(page, 'utf8');
+      assert.match(text, new RegExp(`^# ${r.alert}\\n`), `${r.alert}: the page's title`);
+      for (const section of ['What it means', 'How to look', 'What to do']) assert.match(text, new RegExp(`^## ${section}$`, 'm'), `${r.alert}: ${section}`);
+      assert.ok(readFileSync(new URL('../docs/runbooks/README.md', import.meta.url), 'utf8').includes(`(${r.alert}.md)`), `${r.alert}: not in docs/runbooks/README.md`);
+    }
+  });
+
+  it('ratio and percentile alerts fire only with enough volume (never from 1 failure of 1)', () => {
+    for (const r of rules.filter((x) => /\/|histogram_quantile/.test(x.expr))) {
+      assert.match(r.expr, /\n\s*and sum\(increase\(sidecar_terminator_agent_\w+\[\d+m\]\)\) >= \d+\s*$/, `${r.alert}: a volume guard`);
+    }
+    assert.equal(rules.filter((x) => /and sum\(increase/.test(x.expr)).length, 2);
+  });
+
+  it('an agent not confined to its node alerts, from the state the agent exports', async () => {
+    const notConfined = rules.find((r) => r.alert === 'SidecarTerminatorAgentNotConfined')!;
+    assert.match(notConfined.expr, /sidecar_terminator_agent_fast_path\{state="not-confined"\}/);
+    const metrics = createAgentMetrics(() => 0);
+    metrics.fastPath.set({ state: 'not-confined' }, 1);
+    assert.match(await metrics.registry.metrics(), /^sidecar_terminator_agent_fast_path\{state="not-confined"\} 1$/m);
+  });
+});
+
+describe('the Helm chart\'s PrometheusRule', () => {
+  const CHART = '../manifests/helm/sidecar-terminator';
+  const template = readFileSync(new URL(`${CHART}/templates/prometheusrule.yaml`, import.meta.url), 'utf8');
+  const chartValues = (parseYaml(readFileSync(new URL(`${CHART}/values.yaml`, import.meta.url), 'utf8')) as { metrics: { prometheusRule: Record<string, unknown> } }).metrics.prometheusRule;
+  const goString = (literal: string) => (literal.startsWith('`') ? literal.slice(1, -1) : (JSON.parse(literal) as string));
+  /** The template's (list FROM (printf TO-FORMAT $values.KEY)) replacements. */
+  const replacements = [...template.matchAll(/\(list ("(?:[^"\\]|\\.)*"|`[^`]*`) (?:\(printf ("(?:[^"\\]|\\.)*"|`[^`]*`) (?:\(int64 )?\$values\.(\w+)\)?\)|\$values\.(\w+))\)/g)]
+    .map((m) => ({ from: goString(m[1]!), format: m[2] ? goString(m[2]) : '%v', key: (m[3] ?? m[4])! }));
+
+  it('replaces each threshold where the kustomize rule states its default (once), and the runbook address', () => {
+    const file = readFileSync(new URL(`${CHART}/files/prometheusrule.yaml`, import.meta.url), 'utf8');
+    assert.deepEqual(replacements.map((r) => r.key).sort(),
+      ['requestsFailingMinRequests', 'requestsFailingRatio', 'runbookBaseURL', 'slowStopSeconds', 'slowStopsMinStops']);
+    for (const { from, format, key } of replacements) {
+      // A threshold once; the runbook address once per alert.
+      const times = key === 'runbookBaseURL' ? rules.length : 1;
+      assert.equal(file.split(from).length - 1, times, `${JSON.stringify(from)} (${key}) is not in files/prometheusrule.yaml ${times} time(s)`);
+      // With the default value, the replacement leaves the text as it is: the chart renders the kustomize rule.
+      assert.equal(format.replace('%v', String(chartValues[key])), from, `metrics.prometheusRule.${key}: its default is not the kustomize rule's`);
+    }
   });
 });

@@ -86,10 +86,18 @@ export function versionFeatures(version = clusterEnv().k8sVersion): {
    * e2e/cluster/up.sh turns it on). The runtime must apply it too: containerd 2.1+.
    */
   stopSignal: boolean;
+  /**
+   * `containers[].restartPolicy` and `restartPolicyRules` on regular containers (ContainerRestartRules:
+   * alpha in 1.34, off by default; beta and on by default from 1.35).
+   */
+  containerRestartRules: boolean;
+  /** The `RestartAllContainers` rule action (RestartAllContainersOnContainerExits: alpha 1.35; beta, on by default, from 1.36). */
+  restartAllContainers: boolean;
 } {
   const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1]);
   if (!Number.isInteger(minor)) throw new Error(`not a Kubernetes version: ${version}`);
-  return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29, sleepHook: minor >= 30, stopSignal: minor >= 33 };
+  return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29, sleepHook: minor >= 30, stopSignal: minor >= 33,
+    containerRestartRules: minor >= 35, restartAllContainers: minor >= 36 };
 }
 
 export interface Clients {
