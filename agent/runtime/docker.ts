@@ -165,18 +165,63 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  /** `signal`: the Pod spec's stopSignal, sent as the stop's `signal` (Engine API 1.42+); else the container's own. */
+  /** `signal`: the Pod spec's stopSignal; without one, the Engine's stop sends the container's own. */
   async stop(id: string, timeoutSeconds: number, signal?: string): Promise<void> {
     assertContainerId(id);
     assertTimeout(`Docker stop for container ${id} on ${this.socket}`, timeoutSeconds, 0);
-    if (signal !== undefined) assertSignalName(`Docker stop for container ${id} on ${this.socket}`, signal);
+    if (signal !== undefined) {
+      assertSignalName(`Docker stop for container ${id} on ${this.socket}`, signal);
+      return this.#stopWith(id, timeoutSeconds, signal);
+    }
     try {
       await this.#call('POST /containers/{id}/stop', timeoutSeconds * 1000 + this.#stopMarginMs, id, (abortSignal) =>
-        this.#docker.getContainer(id).stop({ t: timeoutSeconds, ...(signal ? { signal } : {}), abortSignal }),
+        this.#docker.getContainer(id).stop({ t: timeoutSeconds, abortSignal }),
       );
     } catch (error) {
       // 304: already stopped. CRI's StopContainer is idempotent; be the same.
       if (error instanceof RuntimeCallError && error.code === 304) return;
+      throw error;
+    }
+  }
+
+  /**
+   * `signal`, then SIGKILL once `timeoutSeconds` have passed, as the Engine's own stop does with the
+   * container's configured signal; through kill and wait, which every Engine API version has (the
+   * stop's own `signal` parameter is API 1.42+, and older Engines ignore it: the container would get
+   * SIGTERM).
+   */
+  async #stopWith(id: string, timeoutSeconds: number, signal: string): Promise<void> {
+    if (!(await this.#kill(id, signal))) return;
+    if (await this.#exitedWithin(id, timeoutSeconds * 1000)) return;
+    if (!(await this.#kill(id, 'SIGKILL'))) return;
+    if (await this.#exitedWithin(id, this.#stopMarginMs)) return;
+    throw new RuntimeCallError({
+      protocol: 'Docker', socket: this.socket, call: 'POST /containers/{id}/wait', containerId: id, timedOut: true,
+      detail: `still running ${this.#stopMarginMs} ms after SIGKILL`,
+    });
+  }
+
+  /** false: the container was not running (409), as a stop of a stopped container is no error. */
+  async #kill(id: string, signal: string): Promise<boolean> {
+    try {
+      await this.#call('POST /containers/{id}/kill', this.#callTimeoutMs, id, (abortSignal) =>
+        this.#docker.getContainer(id).kill({ signal, abortSignal }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof RuntimeCallError && error.code === 409) return false;
+      throw error;
+    }
+  }
+
+  async #exitedWithin(id: string, timeoutMs: number): Promise<boolean> {
+    try {
+      await this.#call('POST /containers/{id}/wait', timeoutMs, id, (abortSignal) =>
+        this.#docker.getContainer(id).wait({ condition: 'not-running', abortSignal }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof RuntimeCallError && error.timedOut) return false;
       throw error;
     }
   }
