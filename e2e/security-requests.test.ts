@@ -1,0 +1,218 @@
+// Hostile requests, round two (issue 24, items 1, 2, 3 and 8.1), tried on the real cluster: what a
+// user who may create requests and Pods in their own namespace can make our controller and agent
+// pay for.
+// - Dot names: a request for Pod `.` or `..` is refused by the CRD; one stored before the CRD had its
+//   pattern (the pattern is taken off for the test) makes neither part read the namespace's Pod list.
+// - Squatted names: requests taking `sidecar-termination-<uid>` and `-<uid>-1000` for a Job's Pod,
+//   labelled for another node, do not keep its sidecar running.
+// - Fat requests: 40 requests with ~0.6 MB of labels each, kept active on the agent's node, leave
+//   the controller's and the agent's heap flat.
+// - A Pod bound to a node that does not exist: one Warning, and no retry at the queue's pace.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
+import { clients, clusterEnv } from './support/cluster.ts';
+import { NAMESPACE, agentPod, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import * as jobs from './support/jobs.ts';
+import { SIDECAR_MARK, container, podEvents, stopOnTerm } from './support/jobs.ts';
+import { kubectl } from './support/kubectl.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { sleep, waitFor } from './support/wait.ts';
+import { containerStatus, jobPods } from './support/workloads.ts';
+
+const { core, kc } = clients();
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const LABEL = { node: 'crr.sidecar-terminator.dev/node-name', uid: 'crr.sidecar-terminator.dev/pod-uid', active: 'crr.sidecar-terminator.dev/active' };
+const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
+const AGENT_METRICS_PORT = 9440;
+const CONTROLLER_METRICS_PORT = 9441;
+const MiB = 1024 * 1024;
+
+let ns: string;
+
+function requestBody(name: string, podName: string, containers: string[], o: { labels?: Record<string, string>; spec?: object } = {}): object {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest',
+    metadata: { name, namespace: ns, ...(o.labels ? { labels: o.labels } : {}) },
+    spec: { podName, containers: containers.map((c) => ({ name: c })), ...o.spec },
+  };
+}
+
+const createRequest = (body: object) => custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: ns, body });
+
+/** The sum of the API server's apiserver_request_total series carrying every one of `labels`. */
+function apiserverRequests(labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  return kubectl('get', '--raw', '/metrics').split('\n')
+    .filter((l) => l.startsWith('apiserver_request_total{') && wanted.every((w) => l.includes(w)))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+/** A Pod started on the cluster's node (the admin's: the attacker's namespace may let its owner create Pods). */
+async function startPod(name: string, script: string): Promise<V1Pod> {
+  await core.createNamespacedPod({ namespace: ns, body: {
+    metadata: { name },
+    spec: { nodeName: clusterEnv().nodeName, terminationGracePeriodSeconds: 5, dnsPolicy: 'Default', containers: [container('app', script)] },
+  } });
+  return waitFor(async () => {
+    const p = await core.readNamespacedPod({ namespace: ns, name });
+    return containerStatus(p, 'app')?.state?.running ? p : undefined;
+  }, { description: `Pod ${name} running`, timeoutMs: 90_000 });
+}
+
+interface Footprint { rssBytes: number; heapBytes: number }
+
+/**
+ * The process's resident memory and its JavaScript heap in use, from its /metrics: the lowest of a
+ * few samples, so that garbage not yet collected at one sample does not count as kept.
+ */
+async function footprint(pod: () => Promise<V1Pod>, port: number): Promise<Footprint> {
+  let rssBytes = Infinity;
+  let heapBytes = Infinity;
+  for (let i = 0; i < 6; i++) {
+    const p = await pod();
+    rssBytes = Math.min(rssBytes, await podMetric(p, port, 'process_resident_memory_bytes'));
+    heapBytes = Math.min(heapBytes, await podMetric(p, port, 'nodejs_heap_size_used_bytes'));
+    await sleep(5_000);
+  }
+  return { rssBytes, heapBytes };
+}
+
+const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
+
+describe('security: hostile requests, round two (issue 24)', { timeout: 1_200_000 }, () => {
+  before(async () => {
+    await deployProject();
+    ns = await createTestNamespace(core, 'hostile');
+  });
+  after(async () => {
+    if (ns) await deleteTestNamespace(core, ns, { timeoutMs: 180_000 });
+  });
+
+  it('a request for Pod "." or ".." is refused by the CRD; one stored without the pattern reads no Pod list', async () => {
+    for (const [i, podName] of ['.', '..', 'a/b'].entries()) {
+      await assert.rejects(createRequest(requestBody(`refused-${i}`, podName, ['app'])),
+        (err: unknown) => err instanceof k8s.ApiException && err.code === 422, `podName ${podName}`);
+    }
+    // As if stored by an older release, whose CRD had no pattern: the pattern is taken off, the
+    // requests created, the CRD's own schema put back once they are gone.
+    const schema = '/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/podName';
+    const crd = JSON.parse(kubectl('get', 'crd', CRD, '-o', 'json')) as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: { podName: object } } } } } }[] } };
+    const own = crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties.podName;
+    const setSchema = (value: object) => kubectl('patch', 'crd', CRD, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: schema, value }]));
+    setSchema({ type: 'string', minLength: 1, maxLength: 253, description: 'no pattern (e2e)' });
+    try {
+      const labels = { [LABEL.node]: clusterEnv().nodeName, [LABEL.active]: 'true' };
+      const before = apiserverRequests({ resource: 'pods', scope: 'namespace', verb: 'LIST' });
+      // The API server takes a moment to serve the changed schema.
+      await waitFor(async () => {
+        await createRequest(requestBody('dot', '.', ['app'], { labels }));
+        return true;
+      }, { description: 'a request for Pod "." accepted without the pattern', timeoutMs: 30_000 });
+      await createRequest(requestBody('dotdot', '..', ['app'], { labels }));
+      const done = await Promise.all(['dot', 'dotdot'].map((name) => jobs.completedRequest(ns, name, 60_000)));
+      for (const r of done) assert.match(r.status?.message ?? '', /not a valid Pod name|not found/, JSON.stringify(r.status));
+      // The controller's resync reads every request again: still no list.
+      await sleep(20_000);
+      const lists = apiserverRequests({ resource: 'pods', scope: 'namespace', verb: 'LIST' }) - before;
+      assert.equal(lists, 0, `namespace-wide Pod LISTs while the requests for "." and ".." were there: ${lists}`);
+    } finally {
+      for (const name of ['dot', 'dotdot']) kubectl('-n', ns, 'delete', '--ignore-not-found', '--wait=true', `${PLURAL}.${GROUP}`, name);
+      setSchema(own);
+    }
+  });
+
+  it('two squatted request names (-<uid> and -<uid>-1000, another node\'s label) do not keep a Job\'s sidecar running', async () => {
+    await jobs.runJob(ns, 'squatted', {
+      restartPolicy: 'Never',
+      containers: [container('main', 'sleep 20'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })],
+    });
+    const pod = await waitFor(async () => {
+      const [p] = await jobPods(core, ns, 'squatted');
+      return p && containerStatus(p, 'main')?.state?.running ? p : undefined;
+    }, { description: 'the Job\'s Pod running', timeoutMs: 90_000 });
+    const uid = pod.metadata!.uid!;
+    const squatter = { [LABEL.node]: 'elsewhere', [LABEL.uid]: uid, [LABEL.active]: 'true' };
+    for (const name of [`sidecar-termination-${uid}`, `sidecar-termination-${uid}-1000`]) {
+      await createRequest(requestBody(name, pod.metadata!.name!, ['proxy'], { labels: squatter }));
+    }
+    const { type } = await jobs.finishedJob(ns, 'squatted', 90_000);
+    assert.equal(type, 'Complete');
+    const finished = await core.readNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
+    const mainDone = containerStatus(finished, 'main')?.state?.terminated?.finishedAt;
+    const proxyDone = containerStatus(finished, 'proxy')?.state?.terminated?.finishedAt;
+    assert.ok(mainDone && proxyDone, JSON.stringify(finished.status?.containerStatuses));
+    const lagMs = new Date(proxyDone).getTime() - new Date(mainDone).getTime();
+    assert.ok(lagMs < 30_000, `the sidecar stopped ${lagMs} ms after the main`);
+    const ours = await jobs.readRequest(ns, `sidecar-termination-${uid}-2`);
+    assert.equal(ours?.metadata.labels?.[LABEL.node], clusterEnv().nodeName, 'the next free name, ours');
+  });
+
+  it('40 requests with ~0.6 MB of labels each, active on the agent\'s node: the controller\'s and the agent\'s heap stay flat', async () => {
+    const target = await startPod('target', 'while true; do sleep 1; done');
+    const controller = () => controllerLeader();
+    const start = { agent: await footprint(agentPod, AGENT_METRICS_PORT), controller: await footprint(controller, CONTROLLER_METRICS_PORT) };
+    // Keys as long as the API allows (a 253-character prefix, a 63-character name), 63-character values.
+    const prefix = ['a', 'b', 'c'].map((c) => c.repeat(63)).join('.') + '.' + 'd'.repeat(61);
+    const fat = (n: number): Record<string, string> => {
+      const labels: Record<string, string> = {};
+      for (let i = 0, size = 0; size < 600_000; i++) {
+        const key = `${prefix}/l-${n}-${i}-${'x'.repeat(60)}`.slice(0, prefix.length + 1 + 63);
+        const value = `v${n}-${i}-${'y'.repeat(60)}`.slice(0, 63);
+        labels[key] = value;
+        size += key.length + value.length + 6;
+      }
+      return labels;
+    };
+    const labels = { [LABEL.node]: clusterEnv().nodeName, [LABEL.active]: 'true' };
+    let bytes = 0;
+    for (let n = 0; n < 40; n++) {
+      const body = requestBody(`fat-${n}`, 'target', ['app'], {
+        labels: { ...fat(n), ...labels },
+        // The agent holds each until the container has run an hour: they stay active.
+        spec: { activeDeadlineSeconds: 3600, strategy: { minStartedSeconds: 3600 } },
+      });
+      bytes += JSON.stringify(body).length;
+      await createRequest(body);
+    }
+    // Each admitted by the controller and taken up by the agent (it writes a status).
+    await waitFor(async () => {
+      const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: ns })) as { items: { metadata: { name: string; labels?: Record<string, string> }; status?: { phase?: string } }[] };
+      const fats = list.items.filter((r) => r.metadata.name.startsWith('fat-'));
+      return fats.length === 40 && fats.every((r) => r.metadata.labels?.[LABEL.uid] === target.metadata!.uid && r.status?.phase);
+    }, { description: 'the 40 requests admitted and taken up by the agent', timeoutMs: 180_000, intervalMs: 3_000 });
+    await sleep(20_000);
+    const end = { agent: await footprint(agentPod, AGENT_METRICS_PORT), controller: await footprint(controller, CONTROLLER_METRICS_PORT) };
+    const report = (['controller', 'agent'] as const).map((part) =>
+      `${part}: heap ${mib(start[part].heapBytes)} -> ${mib(end[part].heapBytes)} (${mib(end[part].heapBytes - start[part].heapBytes)}), ` +
+      `RSS ${mib(start[part].rssBytes)} -> ${mib(end[part].rssBytes)} (${mib(end[part].rssBytes - start[part].rssBytes)})`).join('; ');
+    console.log(`fat requests: 40 created, ${mib(bytes)} in all; ${report}`);
+    for (const part of ['controller', 'agent'] as const) {
+      const grown = end[part].heapBytes - start[part].heapBytes;
+      assert.ok(grown < 8 * MiB, `the ${part}'s heap grew by ${mib(grown)} with 40 fat requests (${report})`);
+    }
+  });
+
+  it('a Pod bound to a node that does not exist: one SidecarNodeNotFound Warning, not a retry every second', async () => {
+    const name = 'nowhere';
+    await core.createNamespacedPod({ namespace: ns, body: {
+      metadata: { name },
+      spec: {
+        nodeName: 'st-e2e-no-such-node', restartPolicy: 'Never', terminationGracePeriodSeconds: 5,
+        containers: [container('main', 'true'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })],
+      },
+    } });
+    const pod = await core.readNamespacedPod({ namespace: ns, name });
+    const warning = await waitFor(async () => (await podEvents(pod)).find((e) => e.startsWith('Warning SidecarNodeNotFound: ')),
+      { description: 'a SidecarNodeNotFound Warning on the Pod', timeoutMs: 30_000 });
+    assert.match(warning, /st-e2e-no-such-node, which does not exist/);
+    // The Pod garbage collector deletes Pods of missing nodes after 40 s: looked at within that.
+    await sleep(15_000);
+    const leader = await controllerLeader();
+    const lines = kubectl('-n', NAMESPACE, 'logs', leader.metadata!.name!, '--since=25s').split('\n').filter((l) => l.includes(`${ns}/${name}`));
+    const retries = lines.filter((l) => l.includes('retrying'));
+    assert.ok(retries.length <= 1, `the Pod was retried ${retries.length} times in 25 s:\n${retries.slice(0, 5).join('\n')}`);
+  });
+});
