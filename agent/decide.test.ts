@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import { blockingRequest, capRequeueMs, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
+import { blockingRequest, capRequeueMs, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
@@ -559,5 +559,35 @@ describe('blockingRequest (R33): a request waits only behind an older one holdin
     const waitingUser = { ...user, status: userPlan.status };
     assert.equal(blockingRequest(ours, [waitingUser], pod()), undefined);
     assert.deepEqual(planRequest(input({ crr: ours })).stops.map((s) => s.containerID), ['containerd://proxy-1']);
+  });
+});
+
+describe('leftoverStops (R51): what still runs once the controller set the phase', () => {
+  // Two ignore-exit-code sidecars that ignore SIGTERM, one with a hook; the phase set by the controller.
+  const finished = (over: Partial<AgentPod> = {}) => pod({
+    phase: 'Succeeded', phaseSetBySidecarTerminator: true, terminationGracePeriodSeconds: 12,
+    containers: [{ name: 'main' }, { name: 'proxy' }, { name: 'hooked', preStop: { exec: { command: ['/bin/drain'] } } }],
+    statuses: [status('main', { state: 'terminated', exitCode: 0 }), status('proxy'), status('hooked')],
+    ...over,
+  });
+  const views = new Map([['proxy', running('proxy')], ['hooked', running('hooked')]]);
+  const cases: { name: string; pod: AgentPod; runtime?: Map<string, RuntimeView>; want: string[] }[] = [
+    { name: 'Succeeded by the controller: the hookless one is stopped, the hooked one left to kubelet', pod: finished(), want: ['containerd://proxy-1'] },
+    { name: 'Failed by the controller: the same', pod: finished({ phase: 'Failed' }), want: ['containerd://proxy-1'] },
+    { name: 'Running: nothing (requests do the stopping)', pod: finished({ phase: 'Running' }), want: [] },
+    { name: 'terminal, but not by the controller (kubelet\'s own phase): nothing', pod: finished({ phaseSetBySidecarTerminator: false }), want: [] },
+    { name: 'being deleted: kubelet is stopping it already', pod: finished({ deleting: true }), want: [] },
+    { name: 'the runtime says it exited meanwhile: nothing', pod: finished(), runtime: new Map([['proxy', exited('proxy', 137)]]), want: [] },
+    { name: 'the runtime answered about another container ID: nothing', pod: finished(), runtime: new Map([['proxy', running('proxy', {}, 'other')]]), want: [] },
+    { name: 'kubelet labels of another Pod on it (a forged status): nothing', pod: finished(), runtime: new Map([['proxy', running('proxy', { owner: owner('proxy', { podUid: 'victim' }) })]]), want: [] },
+    { name: 'the runtime could not be asked: nothing', pod: finished(), runtime: new Map([['proxy', { containerID: 'containerd://proxy-1', error: 'down' }]]), want: [] },
+  ];
+  for (const c of cases) {
+    it(c.name, () => assert.deepEqual(leftoverStops(c.pod, c.runtime ?? views).map((o) => o.containerID), c.want));
+  }
+
+  it('bounded by the Pod\'s grace period, no hook, nothing resumed', () => {
+    assert.deepEqual(leftoverStops(finished(), views), [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 12, resumed: false }]);
+    assert.equal(leftoverStops(finished({ terminationGracePeriodSeconds: 10 ** 9 }), views)[0]?.graceSeconds, MAX_STRATEGY_SECONDS);
   });
 });

@@ -282,6 +282,37 @@ export function hookRefusal(hook: Handler, httpHooks: boolean): string | undefin
   return 'the preStop hook names no action, so it was not run';
 }
 
+/**
+ * R51: a Pod whose phase the controller set (ignore-exit-code sidecars, R22) while containers still
+ * run. Kubelet never leaves a terminal phase and stops them itself, but only at its next sync of the
+ * Pod (about 85 s seen), while the scheduler already counts their resources as free. So the agent
+ * stops them now, each within the Pod's grace period: from the current state alone, so a restarted
+ * agent decides the same, and without a request, as repeating a stop by container ID is harmless.
+ * A container with a preStop hook is left to kubelet, whose kill runs the hook: with nothing
+ * recorded, a hook run here could run twice.
+ */
+export function leftoverContainers(pod: AgentPod): (AgentContainerStatus & { containerID: string })[] {
+  if (!isTerminal(pod.phase) || !pod.phaseSetBySidecarTerminator || pod.deleting) return [];
+  return pod.statuses.filter((s): s is AgentContainerStatus & { containerID: string } =>
+    s.state === 'running' && s.containerID !== undefined && !pod.containers.find((c) => c.name === s.name)?.preStop);
+}
+
+/**
+ * The stops of leftoverContainers the runtime confirms: the very container the Pod status reports,
+ * still running, and labelled by kubelet as this Pod's (R36). No hook, no request.
+ */
+export function leftoverStops(pod: AgentPod, runtime: ReadonlyMap<string, RuntimeView>): StopOrder[] {
+  const graceSeconds = graceSecondsOf(undefined, pod.terminationGracePeriodSeconds);
+  return leftoverContainers(pod).flatMap((status): StopOrder[] => {
+    const view = runtime.get(status.name);
+    const current = view?.containerID === status.containerID ? view.container : undefined;
+    if (current?.state !== 'running' || current.id !== parseContainerID(status.containerID)?.id) return [];
+    if (ownerRefusal(pod, status.name, status.containerID, current)) return [];
+    const stopSignal = pod.containers.find((c) => c.name === status.name)?.stopSignal;
+    return [{ name: status.name, containerID: status.containerID, graceSeconds, resumed: false, ...(stopSignal ? { stopSignal } : {}) }];
+  });
+}
+
 /** A reason the request does not match its Pod at all (labels, node), or undefined. */
 function refuse({ crr, pod, nodeName }: RequestInputs): Refusal | undefined {
   const request = `request ${crr.metadata.namespace}/${crr.metadata.name}`;

@@ -25,6 +25,7 @@ import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
+import { leftoverContainers } from './decide.ts';
 import { Reconciler, podKey } from './reconciler.ts';
 import type { RuntimeDiscovery } from './runtimes.ts';
 import { RuntimeRegistry } from './runtimes.ts';
@@ -103,7 +104,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
       if (!cached) exits.forgetPod(namespace, name);
       else exits.podChanged(namespace, name);
       if (fastPath.enabled() || !cached) owners.podChanged(key, cached?.termination);
-      if (hasRequests(namespace, name)) enqueue(key);
+      if (hasRequests(namespace, name) || (cached && leftoverContainers(cached.pod).length > 0)) enqueue(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
     log,
@@ -167,6 +168,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
       if (notConfined) return notConfined;
       return runtimes.notReadyReason();
     },
+    notLiveReason: () => runtimes.notLiveReason(),
   });
   await runtimes.start();
   pods.start();

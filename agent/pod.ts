@@ -9,6 +9,7 @@
 // PodProjection for every such Pod of the cluster, where hooks and ports would only cost memory.
 import type { V1Pod, V1ContainerStatus } from '@kubernetes/client-node';
 import { READINESS_CONDITION } from '../api/container-recreate-request.ts';
+import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
 import { toMs } from '../common/time.ts';
@@ -58,6 +59,8 @@ export interface AgentPod {
   statuses: AgentContainerStatus[];
   /** Our readiness condition: status and when it last changed (ms since epoch). */
   readiness?: { status: string; sinceMs: number };
+  /** The controller set the Pod's phase (condition SidecarTerminated=True): what still runs is ours to stop (R51). */
+  phaseSetBySidecarTerminator?: boolean;
 }
 
 /**
@@ -86,6 +89,7 @@ export function projectAgentPod(pod: V1Pod, o: { wholeHooks?: boolean } = {}): A
       ...(c.lifecycle?.stopSignal ? { stopSignal: c.lifecycle.stopSignal } : {}),
     })),
     statuses: (pod.status?.containerStatuses ?? []).map(projectStatus),
+    phaseSetBySidecarTerminator: pod.status?.conditions?.some((c) => c.type === CONDITION_SIDECAR_TERMINATED && c.status === 'True') ?? false,
     readiness: readiness && {
       status: readiness.status,
       sinceMs: toMs(readiness.lastTransitionTime) ?? 0,

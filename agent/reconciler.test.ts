@@ -700,3 +700,42 @@ describe('Reconciler: a Pod\'s requests side by side (R33, R34)', () => {
     assert.deepEqual(await reasons(h), [EVENT_REASONS.requestRefused]);
   });
 });
+
+describe('Reconciler: containers left running in a Pod whose phase the controller set (R51)', () => {
+  const finished = () => agentPod({
+    phase: 'Succeeded', phaseSetBySidecarTerminator: true, terminationGracePeriodSeconds: 12,
+    containers: [{ name: 'main' }, { name: 'proxy' }],
+  });
+
+  it('stopped at once within the Pod\'s grace, with no request: one stop, a Killing event, nothing written', async () => {
+    const h = harness({ pod: finished() });
+    h.cache.stale = []; // no request of the Pod
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1']);
+    assert.deepEqual(h.stopTimeouts, [12]);
+    assert.deepEqual(await h.events(), [{ type: 'Normal', reason: EVENT_REASONS.killing }]);
+    assert.equal(h.counts.get('stops{"result":"stopped"}'), 1);
+  });
+
+  it('a restarted agent decides the same, and a container found exited is not stopped again', async () => {
+    let exitedNow = false;
+    const h = harness({ pod: finished(), status: (id) => (exitedNow ? { id, state: 'exited', exitCode: 137, startedAtNs: 1n, finishedAtNs: 2n, owner: OWN } : running(id)) });
+    h.cache.stale = []; // no request of the Pod
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    exitedNow = true;
+    const restarted = new Reconciler(h.reconcilerDeps);
+    await restarted.reconcile(KEY);
+    await restarted.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'status proxy-1']);
+  });
+
+  it('a container with a preStop hook is left to kubelet, whose kill runs the hook', async () => {
+    const h = harness({ pod: { ...finished(), containers: [{ name: 'main' }, { name: 'proxy', preStop: { exec: { command: ['/bin/drain'] } } }] } });
+    h.cache.stale = []; // no request of the Pod
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, []);
+  });
+});

@@ -14,7 +14,7 @@ import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
-import { blockingRequest, isFinal, ownerRefusal, planRequest } from './decide.ts';
+import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './decide.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
@@ -172,6 +172,8 @@ export class Reconciler {
       .map((r) => this.latest(r))
       .filter((r) => !isCompleted(r))
       .sort(byAge);
+    const cached = this.deps.cachedPod(namespace, podName);
+    if (cached) await this.stopLeftovers(cached, key);
     if (requests.length === 0) return;
     for (const r of requests) if (r.metadata.uid && !this.known.has(r.metadata.uid)) this.known.set(r.metadata.uid, { atMs: actingAtMs });
 
@@ -240,6 +242,43 @@ export class Reconciler {
       page = list.metadata?.continue || undefined;
     } while (page);
     return started;
+  }
+
+  /** R51: what still runs in a Pod whose phase the controller set is stopped now, within its grace. */
+  private async stopLeftovers(pod: AgentPod, key: string): Promise<void> {
+    const leftovers = leftoverContainers(pod).filter((s) => !this.stops.has(s.containerID));
+    if (leftovers.length === 0) return;
+    const views = new Map<string, RuntimeView>();
+    await Promise.all(leftovers.map(async (s) => views.set(s.name, { containerID: s.containerID, ...(await this.inspect(s.containerID)) })));
+    for (const order of leftoverStops(pod, views)) this.startLeftoverStop(pod, order, key);
+  }
+
+  /** A stop with nothing to record: the Pod status shows its outcome, and a repeat after a restart is harmless. */
+  private startLeftoverStop(pod: AgentPod, order: StopOrder, key: string): void {
+    const parsed = parseContainerID(order.containerID);
+    const runtime = parsed && this.deps.runtimeFor(parsed.runtime);
+    if (!parsed || !runtime || this.stops.has(order.containerID) || this.closing) return;
+    const where = { pod: `${pod.namespace}/${pod.name}`, container: order.name, containerID: order.containerID };
+    const done = (async () => {
+      this.deps.events.emit(podRef(pod), {
+        type: 'Normal', reason: EVENT_REASONS.killing,
+        message: `Stopping container ${order.name}: the Pod's phase is ${pod.phase} (set by sidecar-terminator), so nothing of it may run on`,
+      });
+      const started = this.now();
+      try {
+        await runtime.stop(parsed.id, order.graceSeconds, order.stopSignal);
+        this.deps.metrics.containerStops.inc({ result: 'stopped' });
+        this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.now() - started });
+      } catch (err) {
+        this.deps.metrics.containerStops.inc({ result: 'failed' });
+        this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
+        this.deps.log.warn('stopping a container left running in a finished Pod failed', { ...where, error: errorMessage(err) });
+      }
+    })().finally(() => {
+      this.stops.delete(order.containerID);
+      this.deps.requeue(key);
+    });
+    this.stops.set(order.containerID, done);
   }
 
   /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */
