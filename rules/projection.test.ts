@@ -163,6 +163,33 @@ describe('projectPod', () => {
     assert.deepEqual(projectPod(pod).sidecarTerminated, { status: 'True', reason: 'IgnoredSidecarExitCode', message: 'm' });
   });
 
+  it('R7: keeps what kubelet reads to restart a container, and nothing when it sets no policy of its own', () => {
+    const pod = makePod({ containers: [main('app'), main('plain')] });
+    const manyRules = Array.from({ length: 30 }, (_, i) => ({ action: 'Restart', exitCodes: { operator: 'In', values: Array.from({ length: 300 }, (_, j) => i + j) } }));
+    Object.assign(pod.spec!.containers[0]!, { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart' }, ...manyRules], livenessProbe: { exec: { command: ['true'] } } });
+    Object.assign(pod.spec!.containers[1]!, { restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [1] } }], startupProbe: { exec: { command: ['true'] } } });
+    const [app, plain] = projectPod(pod).containers;
+    assert.equal(app?.restart?.policy, 'Never');
+    assert.deepEqual(app?.restart?.rules[0], { action: 'Restart', values: [] }, 'a rule without exit codes has no operator');
+    assert.equal(app?.restart?.rules.length, 20, 'at most the 20 rules the API server allows');
+    assert.equal(app?.restart?.rules[1]?.values.length, 255, 'at most the 255 codes the API server allows');
+    assert.equal(plain?.restart, undefined, 'rules without a container restartPolicy are not kept');
+    assert.deepEqual([app?.probeKills, plain?.probeKills], [true, true]);
+  });
+
+  it('R7: the AllContainersRestarting condition, and whether any container may restart them all', () => {
+    const pod = makePod({ containers: [main('app')] });
+    let p = projectPod(pod);
+    assert.deepEqual([p.allContainersRestarting, p.mayRestartAll, p.initContainerRestartsAll], [false, false, false]);
+    pod.status!.conditions = [{ type: 'AllContainersRestarting', status: 'True' }];
+    pod.spec!.initContainers = [{ name: 'init', image: 'i', restartPolicy: 'Never', restartPolicyRules: [{ action: 'RestartAllContainers', exitCodes: { operator: 'NotIn', values: [0] } }] }];
+    pod.status!.initContainerStatuses = [{ name: 'init', image: 'i', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0 } } }];
+    p = projectPod(pod);
+    assert.deepEqual([p.allContainersRestarting, p.mayRestartAll, p.initContainerRestartsAll], [true, true, false]);
+    pod.status!.initContainerStatuses[0]!.state = { terminated: { exitCode: 3 } };
+    assert.equal(projectPod(pod).initContainerRestartsAll, true);
+  });
+
   it('survives an almost empty object', () => {
     const p = projectPod({} as V1Pod);
     assert.equal(p.restartPolicy, 'Always');
