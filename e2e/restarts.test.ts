@@ -61,20 +61,21 @@ const MAIN = (rest: string, first = '') => [
 ].join('\n');
 
 /** Runs the Job with `main` and the sidecar sharing a fresh journal; returns its Pod and journal once it finished. */
-async function run(name: string, restartPolicy: 'Never' | 'OnFailure', main: V1Container, timeoutMs = 120_000) {
+async function run(name: string, restartPolicy: 'Never' | 'OnFailure', main: V1Container, backoffLimit = 0) {
   const dir = `${HOST_ROOT}/${namespace}/${name}`;
   mkdirSync(dir, { recursive: true });
   const shared = { name: 'shared', mountPath: '/shared' };
   await jobs.runJob(namespace, name, {
     restartPolicy,
     grace: 10,
+    backoffLimit,
     volumes: [{ name: 'shared', hostPath: { path: dir, type: 'Directory' } }],
     containers: [
       { ...main, volumeMounts: [shared] },
       container('proxy', SIDECAR, { env: [SIDECAR_MARK], volumeMounts: [shared] }),
     ],
   });
-  const { type } = await jobs.finishedJob(namespace, name, timeoutMs);
+  const { type } = await jobs.finishedJob(namespace, name, 120_000);
   const pod = await jobs.onlyPod(namespace, name);
   const journal = readFileSync(`${dir}/journal`, 'utf8').split('\n').filter(Boolean);
   return { type, pod, journal, shown: `journal:\n${journal.join('\n')}` };
@@ -119,7 +120,8 @@ describe('R7: mains kubelet starts again, on the real kubelet', () => {
     ].join('\n'), 'touch /tmp/healthy'), {
       livenessProbe: { exec: { command: ['cat', '/tmp/healthy'] }, initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 1 },
     });
-    const { type, pod, journal, shown } = await run('liveness', 'OnFailure', main);
+    // Under OnFailure the Job controller counts the restart against backoffLimit.
+    const { type, pod, journal, shown } = await run('liveness', 'OnFailure', main, 3);
     t.diagnostic(shown);
     const killed = at(journal, 'main run 1 got SIGTERM');
     assert.ok(killed > at(journal, 'proxy served 1') && killed >= 0, `the probe killed run 1 after it was served:\n${shown}`);
