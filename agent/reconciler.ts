@@ -209,7 +209,13 @@ export class Reconciler {
     // other requests (completed ones too) are asked whether one of them started it already.
     if (plan.stops.some((s) => s.preStop)) {
       const preStopsStarted = await this.preStopsStartedElsewhere(request, pod);
-      if (plan.stops.some((s) => s.preStop && preStopsStarted.has(s.containerID))) plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now() });
+      const again = plan.stops.filter((s) => s.preStop && preStopsStarted.has(s.containerID));
+      if (again.length > 0) {
+        this.deps.log.info('preStop hook already started by another request: not run again', {
+          request: `${request.metadata.namespace}/${request.metadata.name}`, containers: again.map((s) => s.containerID),
+        });
+        plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now() });
+      }
     }
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
     if (this.closing && plan.stops.length > 0) return undefined;
