@@ -115,7 +115,7 @@ export class CriRuntime implements ContainerRuntime {
    * StopContainer, then the container's status: containerd 2 answers the stop of an ID it does not
    * know with success (1.6 with NotFound), so only the status proves there was a container to stop.
    * StopContainer has no signal: kubelet put the Pod spec's stopSignal into the container's config
-   * at creation (ContainerConfig.stop_signal), and the runtime stops with it (containerd 2.1+);
+   * at creation (ContainerConfig.stop_signal), and the runtime stops with it (containerd 2.4 does; 1.6 takes the image's);
    * `_signal` is therefore not sent.
    */
   async stop(id: string, timeoutSeconds: number, _signal?: string): Promise<void> {

@@ -83,7 +83,7 @@ export function versionFeatures(version = clusterEnv().k8sVersion): {
   sleepHook: boolean;
   /**
    * `lifecycle.stopSignal` (ContainerStopSignals: alpha from 1.33, still off by default in 1.37;
-   * e2e/cluster/up.sh turns it on). The runtime must apply it too: containerd 2.1+.
+   * e2e/cluster/up.sh turns it on). The runtime must apply it too: containerd 2.4 does, 1.6 does not.
    */
   stopSignal: boolean;
   /**
