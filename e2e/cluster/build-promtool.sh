@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds promtool from the github.com/prometheus/prometheus Go module, pinned to one release, and
+# caches the binary outside the repo; prints its path. Reuses the cache when the binary is there.
+# Like build-helm.sh: fetched through the Go module proxy, verified against the Go checksum
+# database, built with the machine's Go. test/prometheus-rules.test.ts runs `promtool check rules`
+# and `promtool test rules` with it. PROMTOOL_VERSION picks another release (the module's v0.x
+# version: v0.316.0 is Prometheus 3.16.0); PROMTOOL_BIN_DIR another cache directory.
+set -euo pipefail
+PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
+out=${PROMTOOL_BIN_DIR:-$HOME/.cache/sidecar-terminator/promtool-$PROMTOOL_VERSION}
+if [ -x "$out/promtool" ]; then echo "$out/promtool"; exit 0; fi
+
+export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+GOBIN="$work" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
+mkdir -p "$out"
+mv "$work/promtool" "$out/promtool.tmp"
+mv "$out/promtool.tmp" "$out/promtool"
+echo "built promtool $PROMTOOL_VERSION in $(( $(date +%s) - start ))s" >&2
+echo "$out/promtool"

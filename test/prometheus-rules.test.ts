@@ -1,0 +1,133 @@
+// The alerts of manifests/optional/prometheusrule.yaml run by Prometheus' own rule engine:
+// `promtool check rules` (expressions and annotation templates parse) and `promtool test rules`
+// (each alert fires on the series that mean trouble, and not on the ones that do not: 1 failure of
+// 1, a target that is not an agent, a leader present). promtool is built from its Go module by
+// e2e/cluster/build-promtool.sh and cached; without it these tests say so and do not run.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dump as toYaml, load as parseYaml } from 'js-yaml';
+
+const PROMTOOL = process.env.PROMTOOL ?? join(homedir(), '.cache/sidecar-terminator/promtool-v0.316.0/promtool');
+const NO_PROMTOOL = existsSync(PROMTOOL) ? false : `promtool is not built (bash e2e/cluster/build-promtool.sh builds it into ${PROMTOOL})`;
+
+interface Rule { alert: string; expr: string; for: string; labels: Record<string, string>; annotations: Record<string, string> }
+const rule = parseYaml(readFileSync(new URL('../manifests/optional/prometheusrule.yaml', import.meta.url), 'utf8')) as { spec: { groups: { name: string; rules: Rule[] }[] } };
+
+/** The agent's and the controller's labels as any scrape gives them: job and instance only. */
+const AGENT = 'job="agents", instance="10.0.0.1:9440"';
+const BUILD = 'version="0.1.0", commit="", node_version="v24.0.0"';
+const warning = (labels: Record<string, string> = {}) => ({ exp_labels: { severity: 'warning', ...labels } });
+
+interface AlertTest { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string> }[] }
+const test = (input: [string, string][], alerts: AlertTest[]) => ({
+  interval: '1m',
+  input_series: input.map(([series, values]) => ({ series, values })),
+  alert_rule_test: alerts,
+});
+const at = (evalTime: string, alertname: string, ...expAlerts: { exp_labels: Record<string, string> }[]): AlertTest => ({ eval_time: evalTime, alertname, exp_alerts: expAlerts });
+
+const TESTS = [
+  // An agent stops answering its scrapes; another target that is down was never an agent.
+  test([
+    [`up{${AGENT}}`, '1x10 0x30'],
+    [`sidecar_terminator_agent_build_info{${AGENT}, ${BUILD}}`, '1x10 stale'],
+    ['up{job="other", instance="10.0.0.9:80"}', '0x40'],
+  ], [
+    at('14m', 'SidecarTerminatorAgentDown'),
+    at('17m', 'SidecarTerminatorAgentDown', warning({ job: 'agents', instance: '10.0.0.1:9440' })),
+  ]),
+  // kube-state-metrics: one node of three without an available agent.
+  test([
+    ['kube_daemonset_status_desired_number_scheduled{job="ksm", instance="ksm:8080", namespace="sidecar-terminator", daemonset="sidecar-terminator-agent"}', '3x30'],
+    ['kube_daemonset_status_number_available{job="ksm", instance="ksm:8080", namespace="sidecar-terminator", daemonset="sidecar-terminator-agent"}', '2x30'],
+  ], [
+    at('14m', 'SidecarTerminatorDaemonSetNotAvailable'),
+    at('16m', 'SidecarTerminatorDaemonSetNotAvailable', warning({ job: 'ksm', instance: 'ksm:8080', namespace: 'sidecar-terminator', daemonset: 'sidecar-terminator-agent' })),
+  ]),
+  // One agent not confined to its node, another enabled.
+  test([
+    [`sidecar_terminator_agent_fast_path{${AGENT}, state="not-confined"}`, '1x30'],
+    [`sidecar_terminator_agent_fast_path{${AGENT}, state="enabled"}`, '0x30'],
+    ['sidecar_terminator_agent_fast_path{job="agents", instance="10.0.0.2:9440", state="enabled"}', '1x30'],
+    ['sidecar_terminator_agent_fast_path{job="agents", instance="10.0.0.2:9440", state="not-confined"}', '0x30'],
+  ], [
+    at('14m', 'SidecarTerminatorAgentNotConfined'),
+    at('16m', 'SidecarTerminatorAgentNotConfined', warning({ job: 'agents', instance: '10.0.0.1:9440' })),
+  ]),
+  // The only request of the hour failed: 100% failing, but 1 of 1 is no trend.
+  test([[`sidecar_terminator_agent_requests_completed_total{${AGENT}, outcome="failed"}`, '0x5 1x55']], [
+    at('40m', 'SidecarTerminatorRequestsFailing'),
+  ]),
+  // 2 of every 12 requests fail, 12 a minute.
+  test([
+    [`sidecar_terminator_agent_requests_completed_total{${AGENT}, outcome="succeeded"}`, '0+10x60'],
+    [`sidecar_terminator_agent_requests_completed_total{${AGENT}, outcome="failed"}`, '0+2x60'],
+  ], [
+    at('10m', 'SidecarTerminatorRequestsFailing'),
+    at('30m', 'SidecarTerminatorRequestsFailing', warning()),
+  ]),
+  // Few stops, all slow: no percentile to speak of.
+  test([
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="30"}`, '0x40'],
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="60"}`, '0+0.2x40'],
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="+Inf"}`, '0+0.2x40'],
+    [`sidecar_terminator_agent_stop_seconds_count{${AGENT}}`, '0+0.2x40'],
+  ], [
+    at('30m', 'SidecarTerminatorSlowTerminations'),
+  ]),
+  // Two stops a minute, all between 30 and 60 s.
+  test([
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="30"}`, '0x40'],
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="60"}`, '0+2x40'],
+    [`sidecar_terminator_agent_stop_seconds_bucket{${AGENT}, le="+Inf"}`, '0+2x40'],
+    [`sidecar_terminator_agent_stop_seconds_count{${AGENT}}`, '0+2x40'],
+  ], [
+    at('8m', 'SidecarTerminatorSlowTerminations'),
+    at('30m', 'SidecarTerminatorSlowTerminations', warning()),
+  ]),
+  // No controller scraped at all, then one that leads.
+  test([['sidecar_terminator_controller_is_leader{job="controllers", instance="10.0.1.1:9441"}', '_x10 0 1x30']], [
+    at('7m', 'SidecarTerminatorNoLeader', warning()),
+    at('30m', 'SidecarTerminatorNoLeader'),
+  ]),
+  // Two replicas, neither leading.
+  test([
+    ['sidecar_terminator_controller_is_leader{job="controllers", instance="10.0.1.1:9441"}', '0x30'],
+    ['sidecar_terminator_controller_is_leader{job="controllers", instance="10.0.1.2:9441"}', '0x30'],
+  ], [
+    at('4m', 'SidecarTerminatorNoLeader'),
+    at('6m', 'SidecarTerminatorNoLeader', warning()),
+  ]),
+];
+
+function promtool(...args: string[]): string {
+  try {
+    return execFileSync(PROMTOOL, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`promtool ${args.join(' ')}:\n${e.stdout ?? ''}${e.stderr ?? e.message}`, { cause: err });
+  }
+}
+
+describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOOL }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'st-rules-'));
+
+  it('promtool check rules: every expression and annotation template is valid', () => {
+    writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
+    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 6 rules found/);
+  });
+
+  it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {
+    // The logic, without the annotations (promtool would compare their rendered text too).
+    const groups = rule.spec.groups.map((g) => ({ ...g, rules: g.rules.map(({ annotations: _, ...r }) => r) }));
+    writeFileSync(join(dir, 'logic.yaml'), toYaml({ groups }));
+    const covered = new Set(TESTS.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
+    assert.deepEqual([...covered].sort(), rule.spec.groups.flatMap((g) => g.rules.map((r) => r.alert)).sort(), 'every alert is seen firing');
+    writeFileSync(join(dir, 'tests.yaml'), toYaml({ rule_files: ['logic.yaml'], evaluation_interval: '1m', tests: TESTS }));
+    assert.match(promtool('test', 'rules', join(dir, 'tests.yaml')), /SUCCESS/);
+  });
+});
