@@ -1,5 +1,7 @@
-// The node's container runtimes, connected lazily: a runtime that is down at start-up, or goes away,
-// is looked for again with backoff, and the agent reports not-ready until one answers.
+// The node's container runtimes, connected lazily: a runtime that is down at start-up, or stops
+// answering (asked every 30 s), is looked for again with backoff, and the agent reports not-ready
+// until one answers, and not live once none has answered for 2 minutes: a runtime that restarted
+// made a new socket, which a socket mounted alone into the agent shows only to a new container.
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { Runtimes } from './runtime/discover.ts';
@@ -10,20 +12,28 @@ export type RuntimeDiscovery = () => Promise<Runtimes>;
 export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
+const CHECK_EVERY_MS = 30_000;
+const LOST_AFTER_MS = 120_000;
 
 export class RuntimeRegistry {
   private runtimes: Runtimes | undefined;
   private lastError: string | undefined = 'no runtime connected yet';
   private backoffMs = 500;
   private timer: NodeJS.Timeout | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  /** When a runtime last answered (or the registry started). */
+  private lastAnsweredMs: number;
+  private readonly now: () => number;
   private readonly discover: RuntimeDiscovery;
   private readonly log: Logger;
   private readonly onExit: ExitListener | undefined;
 
-  constructor(discover: RuntimeDiscovery, log: Logger, onExit?: ExitListener) {
+  constructor(discover: RuntimeDiscovery, log: Logger, onExit?: ExitListener, now: () => number = Date.now) {
     this.discover = discover;
     this.log = log;
     this.onExit = onExit;
+    this.now = now;
+    this.lastAnsweredMs = now();
   }
 
   /** Connects now, and keeps trying in the background until something answers. */
@@ -40,12 +50,39 @@ export class RuntimeRegistry {
     return this.runtimes ? undefined : `container runtime: ${this.lastError}`;
   }
 
+  /** Why the agent should be restarted (its liveness): no runtime has answered for LOST_AFTER_MS. */
+  notLiveReason(): string | undefined {
+    const silentMs = this.now() - this.lastAnsweredMs;
+    if (this.runtimes || silentMs < LOST_AFTER_MS) return undefined;
+    return `no container runtime has answered for ${Math.round(silentMs / 1000)} s (${this.lastError}): a restarted runtime's new socket shows only to a new container`;
+  }
+
+  /** Asks each runtime its version: none answering, the runtimes are dropped and looked for again. */
+  async check(): Promise<void> {
+    const runtimes = this.runtimes;
+    if (!runtimes) return;
+    const answers = await Promise.allSettled(runtimes.runtimes.map((r) => r.version()));
+    if (answers.some((a) => a.status === 'fulfilled')) {
+      this.lastAnsweredMs = this.now();
+      return;
+    }
+    if (this.runtimes !== runtimes) return;
+    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+    this.lastError = errorMessage(failed?.reason);
+    this.log.warn('container runtime stopped answering, looking for it again', { runtimes: this.prefixes(), error: this.lastError });
+    this.runtimes = undefined;
+    runtimes.close();
+    clearTimeout(this.timer);
+    void this.connect();
+  }
+
   prefixes(): string[] {
     return this.runtimes?.runtimes.map((r) => r.idPrefix) ?? [];
   }
 
   close(): void {
     clearTimeout(this.timer);
+    clearInterval(this.checkTimer);
     this.runtimes?.close();
     this.runtimes = undefined;
   }
@@ -67,6 +104,11 @@ export class RuntimeRegistry {
     try {
       this.runtimes = await this.discover();
       this.lastError = undefined;
+      this.lastAnsweredMs = this.now();
+      if (!this.checkTimer) {
+        this.checkTimer = setInterval(() => void this.check(), CHECK_EVERY_MS);
+        this.checkTimer.unref();
+      }
       this.backoffMs = 500;
       const reportingExits = this.watchExits(this.runtimes);
       this.log.info('container runtimes connected', { runtimes: this.prefixes(), reportingExits, skipped: this.runtimes.skipped });

@@ -7,9 +7,11 @@ export interface HealthServerOptions {
   registry: Registry;
   /** Why the process is not ready, or undefined when it is. */
   notReadyReason: () => string | undefined;
+  /** Why the process should be restarted (/healthz fails), or undefined; default: never. */
+  notLiveReason?: () => string | undefined;
 }
 
-export function startHealthServer({ port, registry, notReadyReason }: HealthServerOptions): Promise<http.Server> {
+export function startHealthServer({ port, registry, notReadyReason, notLiveReason }: HealthServerOptions): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
@@ -18,7 +20,8 @@ export function startHealthServer({ port, registry, notReadyReason }: HealthServ
         (err: unknown) => res.writeHead(500).end(String(err)),
       );
     } else if (path === '/healthz') {
-      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+      const reason = notLiveReason?.();
+      res.writeHead(reason ? 503 : 200, { 'Content-Type': 'text/plain' }).end(reason ? `${reason}\n` : 'ok\n');
     } else if (path === '/readyz') {
       const reason = notReadyReason();
       res.writeHead(reason ? 503 : 200, { 'Content-Type': 'text/plain' }).end(reason ? `${reason}\n` : 'ok\n');

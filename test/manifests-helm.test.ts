@@ -74,10 +74,24 @@ describe(`the Helm chart (${CHART})`, () => {
     }
   });
 
-  it("has the project's version as appVersion (the default image tag)", () => {
-    const chart = parseYaml(read(`${CHART}/Chart.yaml`)) as { appVersion: string };
+  it("has the project's version as its version and appVersion (the default image tag): they move together (docs/releasing.md)", () => {
+    const chart = parseYaml(read(`${CHART}/Chart.yaml`)) as { version: string; appVersion: string };
     const pkg = JSON.parse(read('package.json')) as { version: string };
     assert.equal(chart.appVersion, pkg.version);
+    assert.equal(chart.version, pkg.version);
+    const kustomization = parseYaml(read('manifests/base/kustomization.yaml')) as { images: { newTag: string }[] };
+    assert.equal(kustomization.images[0]?.newTag, pkg.version, 'manifests/base/kustomization.yaml images[0].newTag');
+  });
+
+  it('has a README that lists every value of values.yaml', () => {
+    // Objects passed through to Kubernetes as they are: listed as one value, not key by key.
+    const passedThrough = new Set(['resources', 'affinity', 'tolerations', 'nodeSelector', 'podAnnotations', 'podLabels', 'securityContext',
+      'podSecurityContext', 'livenessProbe', 'readinessProbe', 'updateStrategy', 'strategy', 'labels']);
+    const paths = (obj: Record<string, unknown>, prefix: string): string[] => Object.entries(obj).flatMap(([k, v]) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v) && !passedThrough.has(k) ? paths(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`]);
+    const readme = read(`${CHART}/README.md`);
+    const missing = paths(values as unknown as Record<string, unknown>, '').filter((p) => !readme.includes(`\`${p}\``));
+    assert.deepEqual(missing, [], `values missing from ${CHART}/README.md`);
   });
 
   it("defaults the shared settings to the settings ConfigMap's and both programs' defaults", () => {
@@ -101,8 +115,9 @@ describe(`the Helm chart (${CHART})`, () => {
       const usage = part === 'agent' ? agentUsage() : CONTROLLER_USAGE;
       const { values: fromValues, literal } = templateFlags(part === 'agent' ? 'agent-daemonset.yaml' : 'controller-deployment.yaml');
       // Not values: each agent's node comes from the downward API, both run in-cluster (a
-      // kubeconfig could still be passed through extraArgs), and --help and --version only print.
-      const notValues = new Set(['node-name', 'kubeconfig', 'help', 'version']);
+      // kubeconfig could still be passed through extraArgs), --help and --version only print, and
+      // the agent Pods' labels are the chart's own (the program's default selector).
+      const notValues = new Set(['node-name', 'kubeconfig', 'help', 'version', 'agent-pod-selector']);
       const missing = [...flagsOf(usage)].filter((f) => !fromValues.has(f) && !literal.has(f) && !notValues.has(f));
       assert.deepEqual(missing, [], `flags of the ${part} the chart cannot set`);
       assert.ok(fromValues.size >= 3, `the walk found the ${part}'s flags: ${[...fromValues.keys()].join(', ')}`);

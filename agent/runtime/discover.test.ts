@@ -56,6 +56,7 @@ describe('discoverRuntimes', () => {
     assert.deepEqual(CRI_SOCKETS, [
       'containerd/containerd.sock',
       'containerd.sock',
+      'k3s/containerd/containerd.sock',
       'crio/crio.sock',
       'crio.sock',
       'cri-dockerd.sock',

@@ -11,6 +11,8 @@ import type { ContainerRuntime } from './types.ts';
 export const CRI_SOCKETS: readonly string[] = [
   'containerd/containerd.sock',
   'containerd.sock',
+  // k3s and RKE2 run their own containerd.
+  'k3s/containerd/containerd.sock',
   'crio/crio.sock',
   'crio.sock',
   'cri-dockerd.sock',

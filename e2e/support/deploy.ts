@@ -3,7 +3,7 @@
 // manifests/default (1.30+) or manifests/base (before) applied with kubectl through a small overlay
 // (image name, the cluster's runtime directory, fast resyncs for tests).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -42,7 +42,6 @@ export function writeOverlay(
   resources = join(ROOT, versionFeatures().admissionPolicies ? 'manifests/default' : 'manifests/base'),
   dir = join(clusterEnv().clusterDir, 'overlay'),
 ): string {
-  const env = clusterEnv();
   mkdirSync(dir, { recursive: true });
   const [name, tag] = IMAGE.split(':');
   // Fast resyncs for tests: appended to the base's flags, which stay as shipped.
@@ -66,8 +65,8 @@ patches:
 ${resync('DaemonSet', AGENT)}
 ${resync('Deployment', CONTROLLER)}
 `);
-  // The cluster's containerd socket lives in its state directory, not the host's /var/run. One
-  // object per patch file: 1.27's kubectl takes no more.
+  // The cluster's containerd socket lives in its state directory, not the host's /run. One object
+  // per patch file: 1.27's kubectl takes no more.
   writeFileSync(join(dir, 'agent-settings.yaml'), `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
@@ -80,9 +79,7 @@ spec:
         - name: agent
           imagePullPolicy: Never
       volumes:
-        - name: host-run
-          hostPath:
-            path: ${env.clusterDir}
+${runtimeVolume(resources)}
 `);
   writeFileSync(join(dir, 'controller-settings.yaml'), `apiVersion: apps/v1
 kind: Deployment
@@ -105,6 +102,20 @@ data:
   SIDECAR_START_TIMEOUT_SECONDS: "${TEST_SIDECAR_START_TIMEOUT_SECONDS}"
 `);
   return dir;
+}
+
+/**
+ * The agent's runtime volume pointed at the cluster's containerd: the socket alone (volume
+ * runtime-socket), or for manifests from before that volume (e2e/upgrade.test.ts's previous
+ * release) the directory holding it, mounted whole (volume host-run).
+ */
+function runtimeVolume(resources: string): string {
+  const base = existsSync(join(resources, 'agent-daemonset.yaml')) ? resources : join(resources, '../base');
+  const socketOnly = readFileSync(join(base, 'agent-daemonset.yaml'), 'utf8').includes('name: runtime-socket');
+  const env = clusterEnv();
+  return socketOnly
+    ? `        - name: runtime-socket\n          hostPath:\n            path: ${env.containerdSocket}`
+    : `        - name: host-run\n          hostPath:\n            path: ${env.clusterDir}`;
 }
 
 /** Deploys (or re-applies) the project and waits until the agent and the controller are ready. */

@@ -78,3 +78,22 @@ policy that confines it.
 {{- define "sidecar-terminator.agentServiceAccount" -}}
 sidecar-terminator-agent
 {{- end }}
+
+{{/*
+The agent's runtime socket: (list hostPath pathUnderHostRunDir). The path under /host/var/run is
+one the agent looks for (agent/runtime/discover.ts), so it finds the socket without a flag.
+*/}}
+{{- define "sidecar-terminator.runtimeSocket" -}}
+{{- $presets := dict
+    "containerd" (list "/run/containerd/containerd.sock" "containerd/containerd.sock")
+    "k3s" (list "/run/k3s/containerd/containerd.sock" "k3s/containerd/containerd.sock")
+    "microk8s" (list "/var/snap/microk8s/common/run/containerd.sock" "containerd.sock")
+    "crio" (list "/run/crio/crio.sock" "crio/crio.sock")
+    "cri-dockerd" (list "/run/cri-dockerd.sock" "cri-dockerd.sock")
+    "docker" (list "/run/docker.sock" "docker.sock") }}
+{{- $preset := get $presets .Values.agent.runtime }}
+{{- if not $preset }}
+{{- fail (printf "agent.runtime %q: one of containerd, k3s, microk8s, crio, cri-dockerd, docker (or set agent.hostRunPath)" .Values.agent.runtime) }}
+{{- end }}
+{{- list (.Values.agent.runtimeSocketHostPath | default (index $preset 0)) (index $preset 1) | toJson }}
+{{- end }}

@@ -1,0 +1,74 @@
+// The runtime registry's readiness and liveness (R43, docs/design.md): a runtime that stops answering
+// is dropped and looked for again (not ready); none answering for 2 minutes, the agent asks to be
+// restarted, since a restarted runtime's new socket shows only to a new container when the socket
+// alone is mounted.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createLogger } from '../common/log.ts';
+import { Runtimes } from './runtime/discover.ts';
+import type { ContainerRuntime } from './runtime/types.ts';
+import { RuntimeRegistry } from './runtimes.ts';
+
+/** A runtime whose socket answers while `up.value` is true. */
+function fakeRuntime(up: { value: boolean }): ContainerRuntime {
+  return {
+    idPrefix: 'containerd',
+    version: async () => {
+      if (!up.value) throw new Error('connect ECONNREFUSED /host/var/run/containerd/containerd.sock');
+      return { runtimeName: 'containerd', runtimeVersion: '2' };
+    },
+    close: () => {},
+  } as unknown as ContainerRuntime;
+}
+
+describe('RuntimeRegistry: readiness and liveness', () => {
+  it('a runtime that stops answering is dropped (not ready), and after 2 minutes without an answer the agent is not live', async () => {
+    const up = { value: true };
+    let nowMs = 1_000_000;
+    let discoveries = 0;
+    const registry = new RuntimeRegistry(async () => {
+      discoveries++;
+      // The stale socket file is still there, but nothing listens: connecting fails.
+      if (!up.value) throw new Error('runtime socket answers neither CRI nor Docker');
+      return new Runtimes([fakeRuntime(up)]);
+    }, createLogger('test', 'error'), undefined, () => nowMs);
+    try {
+      await registry.start();
+      assert.equal(registry.notReadyReason(), undefined);
+      assert.equal(registry.notLiveReason(), undefined);
+
+      nowMs += 30_000;
+      await registry.check();
+      assert.equal(registry.notReadyReason(), undefined, 'answering: still ready');
+
+      up.value = false; // the runtime restarted: its new socket is not the mounted one
+      nowMs += 30_000;
+      await registry.check();
+      assert.match(registry.notReadyReason() ?? '', /container runtime: .*ECONNREFUSED|answers neither/);
+      assert.ok(discoveries >= 2, 'looked for again');
+      nowMs += 60_000;
+      assert.equal(registry.notLiveReason(), undefined, '90 s without an answer: still live');
+      nowMs += 31_000;
+      assert.match(registry.notLiveReason() ?? '', /no container runtime has answered for 121 s/);
+    } finally {
+      registry.close();
+    }
+  });
+
+  it('a runtime not there at start-up: live for 2 minutes, then not', async () => {
+    let nowMs = 0;
+    const registry = new RuntimeRegistry(async () => {
+      throw new Error('no container runtime found');
+    }, createLogger('test', 'error'), undefined, () => nowMs);
+    try {
+      await registry.start();
+      assert.match(registry.notReadyReason() ?? '', /no container runtime found/);
+      nowMs = 119_000;
+      assert.equal(registry.notLiveReason(), undefined);
+      nowMs = 120_000;
+      assert.match(registry.notLiveReason() ?? '', /no container runtime found/);
+    } finally {
+      registry.close();
+    }
+  });
+});
