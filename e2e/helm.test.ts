@@ -4,16 +4,19 @@
 //   object, field by field, but for the differences docs/deploy.md lists ("Helm chart"): on 1.30+
 //   (manifests/default) and on 1.27 to 1.29 (manifests/base), with the optional monitoring objects,
 //   in another namespace, and with every value changed (the flags parsed by the programs' own parsers);
-// - on the cluster: lint, install into namespace st-helm, a Job with a sidecar completes, an upgrade
-//   that changes flags and a setting rolls both workloads and the next Job's request shows the new
-//   setting, uninstall leaves nothing behind but the CRD (kept on purpose).
+// - packaged with `helm package` (version and appVersion the project's), on the cluster: lint,
+//   install of the package into namespace st-helm (the agent mounting only the runtime's socket), a
+//   Job with a sidecar completes, an upgrade that changes flags and a setting rolls both workloads
+//   and the next Job's request shows the new setting, an upgrade that keeps the agent off the node
+//   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R50),
+//   uninstall leaves nothing behind but the CRD (kept on purpose).
 // The rest of the suite runs the kubectl deployment of e2e/support/deploy.ts in namespace
 // sidecar-terminator: it is removed first (all but the CRD, which the release adopts), so that no
 // node has two agents, and deployed again afterwards.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { loadAll, load as parseYaml } from 'js-yaml';
@@ -21,6 +24,8 @@ import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1DaemonSet, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { parseAgentConfig } from '../agent/config.ts';
 import { parseControllerConfig } from '../crr/config.ts';
+import { CRI_SOCKETS, DOCKER_SOCKET } from '../agent/runtime/discover.ts';
+import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, parseEnvFile, versionFeatures } from './support/cluster.ts';
 import { AGENT, CONTROLLER, NAMESPACE, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
@@ -35,6 +40,8 @@ const RELEASE = 'sidecar-terminator';
 const RELEASE_NAMESPACE = 'st-helm';
 const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
 const VAP_API = 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+/** The image the kustomize base names; the chart has no default repository. */
+const REPOSITORY = 'ghcr.io/sidecar-terminator/sidecar-terminator';
 const versions = parseEnvFile(readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8'));
 
 type Obj = {
@@ -71,9 +78,9 @@ function parseAll(text: string): Obj[] {
   return (loadAll(text) as (Obj | null)[]).filter((o): o is Obj => o !== null);
 }
 
-/** `helm template` of the chart as release sidecar-terminator, in `namespace`. */
+/** `helm template` of the chart as release sidecar-terminator, in `namespace`, with the base's image repository. */
 function template(namespace: string, ...args: string[]): Obj[] {
-  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, ...args));
+  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--set', `image.repository=${REPOSITORY}`, ...args));
 }
 
 const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
@@ -126,6 +133,14 @@ function asHelmRendersThem(kustomized: Obj[], rendered: Obj[]): Obj[] {
     kind: 'PodDisruptionBudget',
     metadata: { name: CONTROLLER, namespace: NAMESPACE, labels: { ...selector, 'app.kubernetes.io/part-of': 'sidecar-terminator', ...helmLabels } },
     spec: { minAvailable: 1, selector: { matchLabels: selector } },
+  });
+  // 7. The ResourceQuota that lets the agent's system-node-critical Pods in outside kube-system (GKE).
+  const agentLabels = { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'agent' };
+  out.push({
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'sidecar-terminator-agent-priority', namespace: NAMESPACE, labels: { ...agentLabels, 'app.kubernetes.io/part-of': 'sidecar-terminator', ...helmLabels } },
+    spec: { hard: { pods: '10000' }, scopeSelector: { matchExpressions: [{ scopeName: 'PriorityClass', operator: 'In', values: ['system-node-critical'] }] } },
   });
   return out;
 }
@@ -198,7 +213,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       for (const s of (o as { subjects?: { kind: string; namespace?: string }[] }).subjects ?? []) assert.equal(s.namespace, RELEASE_NAMESPACE, `${key(o)} subject`);
     }
     // Nothing names the kustomize namespace any more (object names keep the project's name).
-    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     const left = text.split('\n').filter((l) => /namespace[:=\s\\"]+sidecar-terminator\b(?![-.])|-n sidecar-terminator\b/.test(l));
     assert.deepEqual(left, []);
@@ -214,6 +229,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       'controller.replicas': '1', 'controller.metricsPort': '9551', 'controller.workers': '9', 'controller.resyncSeconds': '13',
       'controller.leaderElect': 'false', 'controller.leaseName': 'lease-x', 'controller.leaseNamespace': 'lease-ns',
       'controller.priorityClassName': 'controllers', 'crd.keep': 'false',
+      'controller.agentlessNodeSelector': 'eks.amazonaws.com/compute-type=fargate', 'controller.agentlessAfterSeconds': '0',
     };
     const json = {
       imagePullSecrets: [{ name: 'pull' }],
@@ -222,10 +238,17 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       'agent.resources': { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } },
       'controller.resources': { requests: { cpu: '2', memory: '3Gi' }, limits: { memory: '4Gi' } },
       'agent.tolerations': [{ key: 'k', operator: 'Exists' }], 'controller.tolerations': [{ key: 'c', operator: 'Exists' }],
-      'agent.nodeSelector': { pool: 'a' }, 'controller.nodeSelector': { pool: 'c' },
+      'agent.nodeSelector': { 'kubernetes.io/os': 'linux', pool: 'a' }, 'controller.nodeSelector': { 'kubernetes.io/os': 'linux', pool: 'c' },
       'agent.affinity': null,
       'controller.affinity': { podAntiAffinity: null, nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'x', operator: 'Exists' }] }] } } },
       'agent.podAnnotations': { a: '1' }, 'controller.podAnnotations': { c: '1' }, 'agent.podLabels': { la: 'x' }, 'controller.podLabels': { lc: 'y' },
+      // Passed through as they are (a map value replaces the default's keys it names).
+      'agent.extraEnv': [{ name: 'A', value: '1' }], 'controller.extraEnv': [{ name: 'C', value: '2' }],
+      'agent.extraVolumes': [{ name: 'va', emptyDir: {} }], 'controller.extraVolumes': [{ name: 'vc', emptyDir: {} }],
+      'agent.extraVolumeMounts': [{ name: 'va', mountPath: '/va' }], 'controller.extraVolumeMounts': [{ name: 'vc', mountPath: '/vc' }],
+      'agent.updateStrategy': { type: 'OnDelete', rollingUpdate: null }, 'controller.strategy': { type: 'Recreate', rollingUpdate: null },
+      'agent.livenessProbe': { periodSeconds: 21 }, 'controller.readinessProbe': { periodSeconds: 12 },
+      'agent.podSecurityContext': { fsGroup: 5 }, 'controller.securityContext': { runAsUser: 7 },
     };
     const args = [
       ...Object.entries(sets).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
@@ -246,6 +269,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assertIncludes(parseControllerConfig(controllerArgs.slice(1), { POD_NAMESPACE: RELEASE_NAMESPACE }), {
       kubeconfig: '/c', metricsPort: 9551, workers: 9, resyncSeconds: 13, leaderElect: false, leaseNamespace: 'lease-ns',
       leaseName: 'lease-x', requestDeadlineSeconds: 301, requestTTLSeconds: 602, sidecarStartTimeoutSeconds: 123,
+      agentlessNodeSelector: 'eks.amazonaws.com/compute-type=fargate', agentlessAfterSeconds: 0,
     });
 
     for (const [workload, part, port] of [[agent, 'agent', 9550], [controller, 'controller', 9551]] as const) {
@@ -269,7 +293,17 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       assert.deepEqual(meta.labels, { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': part, ...j('podLabels') });
       const service = find(objs, 'Service', `sidecar-terminator-${part}-metrics`) as unknown as k8s.V1Service;
       assert.equal(service.spec?.ports?.[0]?.port, port);
+      assert.deepEqual(c.env?.slice(-1), j('extraEnv'));
+      assert.deepEqual(spec.volumes?.slice(-1), j('extraVolumes'));
+      assert.deepEqual(c.volumeMounts?.slice(-1), j('extraVolumeMounts'));
     }
+    assert.deepEqual((agent as unknown as V1DaemonSet).spec?.updateStrategy, { type: 'OnDelete' });
+    assert.deepEqual((controller as unknown as V1Deployment).spec?.strategy, { type: 'Recreate' });
+    assert.equal(firstContainer(agent).livenessProbe?.periodSeconds, 21);
+    assert.equal(firstContainer(controller).readinessProbe?.periodSeconds, 12);
+    assert.equal(podSpec(agent).securityContext?.fsGroup, 5);
+    assert.equal(firstContainer(controller).securityContext?.runAsUser, 7);
+    assert.ok(!objs.some((o) => o.kind === 'ResourceQuota'), 'no quota for a priority class of the user\'s');
     assert.deepEqual(podSpec(agent).volumes?.find((v) => v.name === 'host-run')?.hostPath, { path: '/run/containerd', type: 'Directory' });
     assert.equal((controller as unknown as V1Deployment).spec?.replicas, 1);
     const role = find(objs, 'Role', 'sidecar-terminator-controller-leader-election') as unknown as k8s.V1Role;
@@ -295,7 +329,32 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     }
   });
 
-  it('refuses what cannot work: several controllers without leader election, bad values (values.schema.json)', () => {
+  it('mounts only the runtime\'s socket, where the agent looks for it, for each runtime (or a whole directory when asked)', () => {
+    const presets: [string, string, string][] = [
+      ['containerd', '/run/containerd/containerd.sock', 'containerd/containerd.sock'],
+      ['k3s', '/run/k3s/containerd/containerd.sock', 'k3s/containerd/containerd.sock'],
+      ['microk8s', '/var/snap/microk8s/common/run/containerd.sock', 'containerd.sock'],
+      ['crio', '/run/crio/crio.sock', 'crio/crio.sock'],
+      ['cri-dockerd', '/run/cri-dockerd.sock', 'cri-dockerd.sock'],
+      ['docker', '/run/docker.sock', DOCKER_SOCKET],
+    ];
+    for (const [runtime, hostPath, underRunDir] of presets) {
+      assert.ok([...CRI_SOCKETS, DOCKER_SOCKET].includes(underRunDir), `the agent looks for ${underRunDir}`);
+      const agent = find(template(NAMESPACE, '--set', `agent.runtime=${runtime}`), 'DaemonSet', AGENT);
+      assert.deepEqual(podSpec(agent).volumes?.filter((v) => v.hostPath).map((v) => v.hostPath), [{ path: hostPath, type: 'Socket' }], runtime);
+      assert.deepEqual(firstContainer(agent).volumeMounts?.find((m) => m.name === 'runtime-socket'),
+        { name: 'runtime-socket', mountPath: `/host/var/run/${underRunDir}`, readOnly: true }, runtime);
+    }
+    const moved = find(template(NAMESPACE, '--set', 'agent.runtimeSocketHostPath=/opt/run/containerd.sock'), 'DaemonSet', AGENT);
+    assert.deepEqual(podSpec(moved).volumes?.find((v) => v.name === 'runtime-socket')?.hostPath, { path: '/opt/run/containerd.sock', type: 'Socket' });
+    const whole = find(template(NAMESPACE, '--set', 'agent.hostRunPath=/run'), 'DaemonSet', AGENT);
+    assert.deepEqual(podSpec(whole).volumes?.filter((v) => v.hostPath).map((v) => [v.name, v.hostPath]), [['host-run', { path: '/run', type: 'Directory' }]]);
+    assert.equal(firstContainer(whole).volumeMounts?.find((m) => m.name === 'host-run')?.mountPath, '/host/var/run');
+  });
+
+  it('refuses what cannot work: no image repository, several controllers without leader election, bad values (values.schema.json)', () => {
+    assert.throws(() => helm('template', RELEASE, CHART), /image.repository is required: where you pushed the sidecar-terminator image/);
+    assert.throws(() => template(NAMESPACE, '--set', 'agent.runtime=rkt'), /runtime/);
     assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
     assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
     assert.throws(() => template(NAMESPACE, '--set', 'agent.workerz=1'), /workerz/);
@@ -303,7 +362,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
   });
 
   it('passes helm lint --strict, with the defaults and with the values the cluster test uses', () => {
-    helm('lint', '--strict', CHART);
+    helm('lint', '--strict', CHART, '--set', `image.repository=${REPOSITORY}`);
     helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'));
   });
 });
@@ -318,8 +377,8 @@ function clusterValues(dir = clusterEnv().clusterDir, extra: Record<string, stri
     'image.repository': 'sidecar-terminator.local/sidecar-terminator',
     'image.tag': 'dev',
     'image.pullPolicy': 'Never',
-    // The cluster's containerd socket lives in its state directory, not the host's /var/run.
-    'agent.hostRunPath': dir,
+    // The cluster's containerd socket lives in its state directory, not the host's /run.
+    'agent.runtimeSocketHostPath': `${dir}/containerd/containerd.sock`,
     'settings.sidecarStartTimeoutSeconds': '15',
     'agent.resyncSeconds': '5',
     'controller.resyncSeconds': '5',
@@ -398,7 +457,7 @@ const agentMetric = async (series: string) => podMetric((await runningPods('agen
 
 /** What is left of the release: objects of the chart's kinds with its labels, and its names. */
 function leftovers(): string[] {
-  const kinds = ['daemonsets', 'deployments', 'pods', 'services', 'configmaps', 'serviceaccounts', 'roles', 'rolebindings', 'poddisruptionbudgets', 'secrets'];
+  const kinds = ['daemonsets', 'deployments', 'pods', 'services', 'configmaps', 'serviceaccounts', 'roles', 'rolebindings', 'poddisruptionbudgets', 'resourcequotas', 'secrets'];
   const names = (args: string[]) => kubectl(...args, '-o', 'name').split('\n').filter(Boolean);
   const inNamespace = names(['-n', RELEASE_NAMESPACE, 'get', kinds.join(',')])
     // What Kubernetes itself puts in every namespace.
@@ -445,10 +504,21 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     await deployProject();
   });
 
-  it('installs into its own namespace; the agent and the controller become ready', async () => {
+  it('packages the chart (version and appVersion the project\'s) and installs the package into its own namespace; the agent and the controller become ready', async () => {
     const features = versionFeatures();
-    installed = true; // from here on, after() uninstalls whatever an install left
-    helmOnCluster('install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    const packageDir = mkdtempSync(join(tmpdir(), 'st-helm-package-'));
+    try {
+      helm('package', CHART, '--destination', packageDir);
+      const packaged = join(packageDir, `${chartYaml.name}-${version}.tgz`);
+      assert.ok(existsSync(packaged), `helm package wrote ${packaged}`);
+      const shown = parseYaml(helm('show', 'chart', packaged)) as { version: string; appVersion: string };
+      assert.deepEqual([shown.version, shown.appVersion], [version, version]);
+      installed = true; // from here on, after() uninstalls whatever an install left
+      helmOnCluster('install', RELEASE, packaged, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
+    } finally {
+      rmSync(packageDir, { recursive: true, force: true });
+    }
     rolledOut();
     await leaderHeld();
     const status = JSON.parse(helmOnCluster('status', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { info: { status: string }; version: number };
@@ -462,8 +532,12 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       { description: `the agent's fast path ${state}`, timeoutMs: 60_000 });
     const pdb = JSON.parse(kubectl('-n', RELEASE_NAMESPACE, 'get', 'pdb', CONTROLLER, '-o', 'json')) as { spec: { minAvailable: number } };
     assert.equal(pdb.spec.minAvailable, 1);
-    const agentPriority = (await runningPods('agent'))[0]?.spec?.priorityClassName;
-    assert.equal(agentPriority, 'system-node-critical');
+    const [agentPod] = await runningPods('agent');
+    assert.equal(agentPod?.spec?.priorityClassName, 'system-node-critical');
+    kubectl('-n', RELEASE_NAMESPACE, 'get', 'resourcequota', 'sidecar-terminator-agent-priority');
+    // The runtime's socket alone is mounted, not the directory it lives in.
+    assert.deepEqual(agentPod?.spec?.volumes?.filter((v) => v.hostPath).map((v) => v.hostPath),
+      [{ path: `${clusterEnv().clusterDir}/containerd/containerd.sock`, type: 'Socket' }]);
   });
 
   it('a Job with a sidecar completes', async () => {
@@ -493,6 +567,34 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     await leaderHeld();
     const request = await jobCompletes(namespace!, 'second');
     assert.equal(request.spec.ttlSecondsAfterFinished, 120);
+  });
+
+  it('a node where no agent runs (the agent kept off it, the node named by controller.agentlessNodeSelector): a Job finishes through the image swap', async () => {
+    const node = clusterEnv().nodeName;
+    const label = 'sidecar-terminator.dev/e2e-agentless';
+    kubectl('label', 'node', node, `${label}=true`, '--overwrite');
+    try {
+      helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues(),
+        '--set-json', `agent.nodeSelector=${JSON.stringify({ 'kubernetes.io/os': 'linux', 'sidecar-terminator.dev/e2e-no-agent': 'true' })}`,
+        '--set-string', `controller.agentlessNodeSelector=${label}=true`, '--wait', '--timeout', '5m');
+      rolledOut();
+      await waitFor(async () => (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: 'app.kubernetes.io/component=agent' })).items.length === 0,
+        { description: `no agent Pod left in ${RELEASE_NAMESPACE}`, timeoutMs: 120_000 });
+      await leaderHeld();
+      const quickExit = 'sidecar-terminator.local/quick-exit:1';
+      await jobs.runJob(namespace!, 'agentless', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'),
+        container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK, { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: quickExit }] })] });
+      const { type } = await jobs.finishedJob(namespace!, 'agentless');
+      assert.equal(type, 'Complete');
+      const pod = await jobs.onlyPod(namespace!, 'agentless');
+      assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, quickExit);
+      assert.deepEqual(await requestsFor(pod), []);
+      const swaps = (await jobs.podEvents(pod)).filter((e) => e.includes(EVENT_REASONS.replacingImage));
+      assert.equal(swaps.length, 1, swaps.join('\n'));
+      assert.match(swaps[0]!, /node without an agent/);
+    } finally {
+      kubectl('label', 'node', node, `${label}-`);
+    }
   });
 
   it('uninstalls: nothing is left but the CRD (kept on purpose) and what the controller made (its Lease)', async () => {
