@@ -174,8 +174,8 @@ function assertIncludes(actual: object, fields: Record<string, unknown>): void {
 }
 
 /** A workload's args with `$(NAME)` taken from the settings ConfigMap, as kubelet expands them. */
-function expandedArgs(workload: Obj, objs: Obj[]): string[] {
-  const data = (find(objs, 'ConfigMap', 'sidecar-terminator-settings') as unknown as { data: Record<string, string> }).data;
+function expandedArgs(workload: Obj, objs: Obj[], settings = 'sidecar-terminator-settings'): string[] {
+  const data = (find(objs, 'ConfigMap', settings) as unknown as { data: Record<string, string> }).data;
   return (firstContainer(workload).args ?? []).map((a) => a.replace(/\$\((\w+)\)/g, (_, name: string) => data[name] ?? `$(${name})`));
 }
 
@@ -327,6 +327,33 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     for (const w of [find(objs, 'DaemonSet', AGENT), find(objs, 'Deployment', CONTROLLER)]) {
       assert.deepEqual(Object.keys((w as unknown as V1DaemonSet).spec!.template.metadata!.annotations!), ['checksum/settings']);
     }
+  });
+
+  it('nameOverride and fullnameOverride: every name, label, selector and reference follows, the agent policy\'s match too', () => {
+    const objs = template(RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'nameOverride=jobs-stopper', '--set', 'fullnameOverride=js',
+      '--set', 'controller.leaseName=js-controller', // a value of its own, which the Lease Role follows
+      '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
+    // The CRD and the admission policies keep their names (an API group, and names of that group).
+    const fixedNames = new Set(['CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    for (const o of objs) {
+      assert.equal(o.metadata.labels?.['app.kubernetes.io/name'], 'jobs-stopper', `${key(o)} label`);
+      if (!fixedNames.has(o.kind)) assert.match(o.metadata.name, /^js(-|$)/, `${key(o)} name`);
+    }
+    const text = JSON.stringify(objs.filter((o) => !fixedNames.has(o.kind)));
+    assert.deepEqual(text.match(/sidecar-terminator-(agent|controller|settings)\b/g), null, 'no reference to a default name is left');
+    const agent = find(objs, 'DaemonSet', 'js-agent') as unknown as V1DaemonSet;
+    assert.deepEqual(agent.spec?.selector.matchLabels, { 'app.kubernetes.io/name': 'jobs-stopper', 'app.kubernetes.io/component': 'agent' });
+    assert.equal(agent.spec?.template.spec?.serviceAccountName, 'js-agent');
+    assert.equal(agent.spec?.template.spec?.containers[0]?.envFrom?.[0]?.configMapRef?.name, 'js-settings');
+    const controller = find(objs, 'Deployment', 'js-controller');
+    assert.equal(parseControllerConfig(expandedArgs(controller, objs, 'js-settings').slice(1), {}).agentPodSelector,
+      'app.kubernetes.io/name=jobs-stopper,app.kubernetes.io/component=agent');
+    for (const binding of objs.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
+      for (const subject of (binding as unknown as k8s.V1RoleBinding).subjects ?? []) assert.match(subject.name, /^js-(agent|controller)$/, key(binding));
+    }
+    const policy = JSON.stringify(find(objs, 'ValidatingAdmissionPolicy', 'agent-requests.sidecar-terminator.dev'));
+    assert.match(policy, new RegExp(`system:serviceaccount:${RELEASE_NAMESPACE}:js-agent`));
+    assert.deepEqual((find(objs, 'ServiceMonitor', 'js') as unknown as { spec: { selector: unknown } }).spec.selector, { matchLabels: { 'app.kubernetes.io/name': 'jobs-stopper' } });
   });
 
   it('mounts only the runtime\'s socket, where the agent looks for it, for each runtime (or a whole directory when asked)', () => {

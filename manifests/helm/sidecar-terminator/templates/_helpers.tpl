@@ -1,8 +1,25 @@
 {{/*
-The labels of every object: the kustomize base's part-of, and Helm's own.
+The app's name (nameOverride, default the chart's): the app.kubernetes.io/name label of every
+object and of the Pod selectors.
+*/}}
+{{- define "sidecar-terminator.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The prefix of every object's name (fullnameOverride, default the app's name): the same whatever the
+release's name, as the chart is installed once per cluster and its cluster-wide objects (and one
+agent per node) must not be doubled by a second release name.
+*/}}
+{{- define "sidecar-terminator.fullname" -}}
+{{- .Values.fullnameOverride | default (include "sidecar-terminator.name" .) | trunc 40 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The labels of every object: the kustomize base's name and part-of, and Helm's own.
 */}}
 {{- define "sidecar-terminator.labels" -}}
-app.kubernetes.io/name: sidecar-terminator
+app.kubernetes.io/name: {{ include "sidecar-terminator.name" . }}
 app.kubernetes.io/part-of: sidecar-terminator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -11,11 +28,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{/*
-A component's Pod selector (and Pod labels): "agent" or "controller".
+A component's Pod selector (and Pod labels): (list $ "agent") or (list $ "controller").
 */}}
 {{- define "sidecar-terminator.selector" -}}
-app.kubernetes.io/name: sidecar-terminator
-app.kubernetes.io/component: {{ . }}
+app.kubernetes.io/name: {{ include "sidecar-terminator.name" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 
 {{/*
@@ -76,7 +93,7 @@ agent policy's match all take the name from here, so the create permission never
 policy that confines it.
 */}}
 {{- define "sidecar-terminator.agentServiceAccount" -}}
-sidecar-terminator-agent
+{{ include "sidecar-terminator.fullname" . }}-agent
 {{- end }}
 
 {{/*
