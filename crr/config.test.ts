@@ -17,12 +17,25 @@ describe('parseControllerConfig', () => {
     [['--request-ttl-seconds', '604800'], 'requestTTLSeconds', 604_800],
     [['--sidecar-start-timeout-seconds', '30'], 'sidecarStartTimeoutSeconds', 30],
     [['--sidecar-start-timeout-seconds', '86400'], 'sidecarStartTimeoutSeconds', 86_400],
+    [['--agentless-after-seconds', '0'], 'agentlessAfterSeconds', 0],
+    [['--agentless-after-seconds', '3600'], 'agentlessAfterSeconds', 3600],
   ];
   for (const [argv, field, want] of accepted) {
     it(`accepts ${argv.join(' ')}`, () => assert.equal(parseControllerConfig(argv, {})[field], want));
   }
 
+  it('nodes where no agent runs (R50): none named, a 120 s wait, the agent Pods by the manifests\' labels in its own namespace', () => {
+    const config = parseControllerConfig([], { POD_NAMESPACE: 'ops' });
+    assert.equal(config.agentlessNodeSelector, '');
+    assert.equal(config.agentlessAfterSeconds, 120);
+    assert.equal(config.agentPodSelector, 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent');
+    assert.equal(config.agentNamespace, 'ops');
+    assert.equal(parseControllerConfig(['--agentless-node-selector', ' pool=fargate '], {}).agentlessNodeSelector, 'pool=fargate');
+  });
+
   const refused: Array<[string[], RegExp]> = [
+    [['--agentless-after-seconds', '3601'], /--agentless-after-seconds must be a whole number from 0 to 3600/],
+    [['--agent-pod-selector', ' '], /--agent-pod-selector must not be empty/],
     [['--request-deadline-seconds', '2'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "2"/],
     [['--request-deadline-seconds', '86401'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "86401"/],
     [['--request-deadline-seconds', '3000000'], /from 3 to 86400/],

@@ -1,0 +1,81 @@
+// Rule R50 (docs/design.md), the I/O around nodeKindOf: the controller's watches of nodes, of the
+// nodes its selector names and of the agent Pods, against the fake API server.
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FakeKubeApi } from '../common/kube/fake-api.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
+import { createLogger } from '../common/log.ts';
+import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
+
+const NAMESPACE = 'st';
+const AGENT_LABELS = { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'agent' };
+const HOUR = 3_600_000;
+
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await sleep(5);
+  }
+  assert.fail(`timed out: ${what}`);
+}
+
+function agentPod(name: string, node: string, ready: boolean, labels: Record<string, string> = AGENT_LABELS) {
+  return {
+    metadata: { name, namespace: NAMESPACE, labels },
+    spec: { nodeName: node },
+    status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', lastTransitionTime: new Date(0).toISOString() }] },
+  };
+}
+
+describe('NodeKinds: the watches behind R50', () => {
+  let kinds: NodeKinds | undefined;
+  afterEach(() => kinds?.stop());
+
+  it('virtual by label, agentless by selector at once, agentless by absence only after the wait, real with a ready agent', async () => {
+    let nowMs = 10 * HOUR;
+    const api = new FakeKubeApi({ now: () => nowMs - HOUR }); // every object created an hour ago
+    api.set(resourcePath('v1', 'nodes', undefined, 'with-agent'), { metadata: {} });
+    api.set(resourcePath('v1', 'nodes', undefined, 'virtual'), { metadata: { labels: { type: 'virtual-kubelet' } } });
+    api.set(resourcePath('v1', 'nodes', undefined, 'fargate'), { metadata: { labels: { 'eks.amazonaws.com/compute-type': 'fargate' } } });
+    api.set(resourcePath('v1', 'nodes', undefined, 'no-agent'), { metadata: {} });
+    api.set(podPath(NAMESPACE, 'agent-a'), agentPod('agent-a', 'with-agent', true));
+    // Not an agent: a ready Pod of another component on the node without one.
+    api.set(podPath(NAMESPACE, 'controller-x'), agentPod('controller-x', 'no-agent', true, { ...AGENT_LABELS, 'app.kubernetes.io/component': 'controller' }));
+    kinds = new NodeKinds({
+      client: api, log: createLogger('test', 'error'), onRestart: () => {},
+      agentlessNodeSelector: 'eks.amazonaws.com/compute-type=fargate', agentlessAfterSeconds: 120,
+      agentNamespace: NAMESPACE, agentPodSelector: 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent',
+      now: () => nowMs,
+    });
+    kinds.start();
+    await until(() => kinds!.isSynced(), 'synced');
+
+    assert.equal(await kinds.kindOf('with-agent'), 'real');
+    assert.equal(await kinds.kindOf('virtual'), 'virtual');
+    assert.equal(await kinds.kindOf('fargate'), 'agentless');
+    assert.equal(await kinds.kindOf('no-agent'), 'real', 'the controller just started: it waits');
+    nowMs += 120_000;
+    assert.equal(await kinds.kindOf('no-agent'), 'agentless', 'no agent Pod for the whole wait');
+
+    // A rollout on with-agent: the old Pod goes, the next comes later.
+    api.remove(podPath(NAMESPACE, 'agent-a'));
+    await until(async () => (await kinds!.kindOf('with-agent')) === 'real' && api.list(podPath(NAMESPACE)).length === 1, 'the deletion seen');
+    nowMs += 60_000;
+    assert.equal(await kinds.kindOf('with-agent'), 'real', 'an agent gone a minute ago: a blip');
+    nowMs += 61_000;
+    assert.equal(await kinds.kindOf('with-agent'), 'agentless', 'no agent since it went, for the whole wait');
+    api.set(podPath(NAMESPACE, 'agent-b'), agentPod('agent-b', 'with-agent', true));
+    await until(async () => (await kinds!.kindOf('with-agent')) === 'real', 'the next agent ready');
+  });
+
+  it('an invalid selector stops the controller at start-up with the API server\'s message; other errors are left to the watch', async () => {
+    const api = new FakeKubeApi();
+    api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 400);
+    await assert.rejects(checkNodeSelector(api, 'a=b=c'), /--agentless-node-selector "a=b=c" is not a valid label selector/);
+    api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 503);
+    await checkNodeSelector(api, 'pool=fargate');
+    await checkNodeSelector(api, ''); // none: nothing asked
+    assert.equal(api.calls.length, 2);
+  });
+});
