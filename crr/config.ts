@@ -25,7 +25,7 @@ export interface ControllerConfig {
   sidecarStartTimeoutSeconds: number;
   /** Nodes where no agent runs, by label selector; empty: none (R50). */
   agentlessNodeSelector: string;
-  /** How long a node goes without a ready agent Pod before its Pods get image swaps; 0: never. */
+  /** How long a node goes without a running agent before its Pods get image swaps; 0: never. */
   agentlessAfterSeconds: number;
   /** The agent Pods' labels, in the controller's own namespace (env POD_NAMESPACE). */
   agentPodSelector: string;
@@ -48,7 +48,7 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
                                     them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default 120)
   --agentless-node-selector SEL     nodes where no agent can run (label selector, e.g. eks.amazonaws.com/compute-type=fargate):
                                     their Pods' sidecars get the ..._WITH_IMAGE swap at once (default: none)
-  --agentless-after-seconds N       a node where no agent Pod has been ready for this long is treated the same way;
+  --agentless-after-seconds N       a node where no agent container has run for this long is treated the same way;
                                     0: never, at most ${MAX_AGENTLESS_AFTER_SECONDS} (default 120)
   --agent-pod-selector SEL          the labels of the agent Pods, in the controller's namespace (default ${DEFAULT_AGENT_POD_SELECTOR})
 ${COMMON_USAGE}`;

@@ -1,6 +1,6 @@
 // The controller's view of nodes (R5, R50): the watches that tell a virtual node, a node the operator
-// names as agentless, and a node where no agent Pod has been ready for a while, answered by the pure
-// nodeKindOf of node-kind.ts.
+// names as agentless, and a node where no agent has run for a while, answered by the pure nodeKindOf
+// of node-kind.ts.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
@@ -41,10 +41,11 @@ function nodeView(node: V1Node): NodeView {
 function agentPodView(pod: V1Pod): AgentPod | undefined {
   const nodeName = pod.spec?.nodeName;
   if (!nodeName) return undefined; // not scheduled yet: on no node
-  if (pod.metadata?.deletionTimestamp) return { nodeName, ready: false, notReadySinceMs: msOf(pod.metadata.deletionTimestamp) };
+  const deletingMs = msOf(pod.metadata?.deletionTimestamp);
+  const running = !deletingMs && pod.status?.containerStatuses?.some((c) => c.state?.running !== undefined) === true;
+  if (running) return { nodeName, running: true, notRunningSinceMs: 0 };
   const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
-  if (ready?.status === 'True') return { nodeName, ready: true, notReadySinceMs: 0 };
-  return { nodeName, ready: false, notReadySinceMs: msOf(ready?.lastTransitionTime) || msOf(pod.metadata?.creationTimestamp) };
+  return { nodeName, running: false, notRunningSinceMs: Math.max(msOf(pod.metadata?.creationTimestamp), msOf(ready?.lastTransitionTime), deletingMs) };
 }
 
 /**

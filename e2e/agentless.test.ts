@@ -6,8 +6,8 @@
 // - Named by the selector: a Job's sidecar with ..._WITH_IMAGE is swapped at once, no request, the
 //   Job completes; one with only the request marker gets one Warning saying what to add.
 // - Not named, no agent Pod: within the wait the node still counts as real (a blip must not swap:
-//   the controller creates a request, which nothing carries out); once no agent has been ready for
-//   the wait, the image is swapped and the Job completes.
+//   the controller creates a request, which nothing carries out); once no agent has run for the
+//   wait, the image is swapped and the Job completes.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ const QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
 const WITH_IMAGE = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT };
 const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
 /** Long enough that the selector's Jobs finish well inside it, short for a test. */
-const AGENTLESS_AFTER_SECONDS = 60;
+const AGENTLESS_AFTER_SECONDS = 90;
 
 /** The e2e overlay, with the agent kept off every node and the controller's agentless flags. */
 function writeAgentlessOverlay(): string {
@@ -142,8 +142,9 @@ describe('R50: a node where no agent runs', () => {
     assert.ok(eventTimeMs(swap) >= controllerStartedMs + AGENTLESS_AFTER_SECONDS * 1000 - 1000,
       `swapped ${eventTimeMs(swap) - controllerStartedMs} ms after the controller started: not before the ${AGENTLESS_AFTER_SECONDS} s wait`);
     if (startedMs + 20_000 < controllerStartedMs + AGENTLESS_AFTER_SECONDS * 1000) {
-      // The mains were done well inside the wait: the node still counted as real then.
-      assert.equal((await requestsFor(pod)).length, 1, 'the request made while the node still counted as real');
+      // The mains were done well inside the wait: the node still counted as real then (a request;
+      // another after the first is not picked up in time is possible too).
+      assert.ok((await requestsFor(pod)).length >= 1, 'a request made while the node still counted as real');
     }
   });
 });

@@ -154,8 +154,8 @@ export function notStoppableWarning(pod: PodProjection, sidecars: readonly Sidec
       `cannot carry out; on ${where} nothing will stop ${them} and the Pod keeps running. ${addImage}`,
     agentless:
       `${names} ${several ? 'are' : 'is'} to be stopped through a ContainerRecreateRequest, but node "${pod.nodeName ?? ''}" ` +
-      'has no sidecar-terminator agent to carry it out (the node matches --agentless-node-selector, or no agent has been ' +
-      `ready on it for --agentless-after-seconds); nothing will stop ${them} and the Pod keeps running. ${addImage} ` +
+      'has no sidecar-terminator agent to carry it out (the node matches --agentless-node-selector, or no agent has run ' +
+      `on it for --agentless-after-seconds); nothing will stop ${them} and the Pod keeps running. ${addImage} ` +
       'Where no agent runs, that image is swapped in.',
   };
   return warning(EVENT_REASONS.notStoppable, `${EVENT_REASONS.notStoppable}/${node}`, messages[node]);
