@@ -1,15 +1,15 @@
 // The node agent: watches its node's Pods and active requests, and carries the requests out.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { KIND, LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
 import { EventRecorder } from '../common/events.ts';
 import { UrgentWrites } from '../common/urgent-writes.ts';
 import { startHealthServer } from '../common/http.ts';
-import { getObject, KubeClient, userAgentFor } from '../common/kube/client.ts';
+import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
-import { createIfAbsent, ignoreNotFound } from '../common/kube/errors.ts';
+import { createIfAbsent } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
@@ -132,7 +132,11 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
     createRequest: (body) => creates.run(() => createIfAbsent(client, requestPath(body.metadata.namespace), body)),
-    readRequest: (namespace, name) => getObject<ContainerRecreateRequest>(client, requestPath(namespace, name), KIND).catch(ignoreNotFound),
+    // By a list with the name as field selector: the agent may list requests, not get one.
+    readRequest: async (namespace, name) => {
+      const list = await client.get<{ items: ContainerRecreateRequest[] }>(requestPath(namespace), { fieldSelector: `metadata.name=${name}`, limit: 1 });
+      return list.items.find((r) => r.metadata.name === name);
+    },
     ownerOf: (containerID) => owners.ownerOf(containerID),
     runtimeAnswer: (containerID, container) => reconciler.runtimeAnswer(containerID, container),
     created: (request, timing) => {

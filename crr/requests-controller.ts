@@ -13,7 +13,7 @@ import { decideLifecycle, decideReadiness, needsPod } from './lifecycle.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
-import { KIND, LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
 
 export interface RequestsControllerDeps {
   /** Reads Pods; patches requests and Pod status; deletes requests. */
@@ -104,8 +104,12 @@ export class RequestsController {
       case 'addFinalizer':
       case 'removeFinalizer': {
         // The cache keeps only our finalizer, and a merge patch replaces the whole list: the others
-        // are read from the API. The cached resourceVersion still guards the write (409: decided again).
-        const stored = await getObject<ContainerRecreateRequest>(this.deps.client, this.path(crr), KIND);
+        // are read from the API (a list by name: the controller may list requests, not get one).
+        // The cached resourceVersion still guards the write (409: decided again).
+        const { namespace, name } = crr.metadata;
+        const found = await this.deps.client.get<{ items: ContainerRecreateRequest[] }>(requestPath(namespace), { fieldSelector: `metadata.name=${name}`, limit: 1 });
+        const stored = found.items.find((r) => r.metadata.name === name);
+        if (!stored) return;
         const others = (stored.metadata.finalizers ?? []).filter((f) => f !== READINESS_FINALIZER);
         await this.patch(crr, { metadata: { finalizers: action.kind === 'addFinalizer' ? [...others, READINESS_FINALIZER] : others } });
         return;
