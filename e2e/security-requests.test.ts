@@ -8,6 +8,8 @@
 // - Fat requests: 40 requests with ~0.6 MB of labels each, kept active on the agent's node, leave
 //   the controller's and the agent's heap flat.
 // - A Pod bound to a node that does not exist: one Warning, and no retry at the queue's pace.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -45,7 +47,10 @@ const createRequest = (body: object) => custom.createNamespacedCustomObject({ gr
 /** The sum of the API server's apiserver_request_total series carrying every one of `labels`. */
 function apiserverRequests(labels: Record<string, string>): number {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  return kubectl('get', '--raw', '/metrics').split('\n')
+  const env = clusterEnv();
+  // Megabytes of metrics: more than kubectl()'s output buffer.
+  const text = execFileSync(join(env.k8sBinDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 256 * MiB });
+  return text.split('\n')
     .filter((l) => l.startsWith('apiserver_request_total{') && wanted.every((w) => l.includes(w)))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
