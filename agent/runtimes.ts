@@ -1,5 +1,6 @@
 // The node's container runtimes, connected lazily: a runtime that is down at start-up, or stops
-// answering (asked every 30 s), is looked for again with backoff, and the agent reports not-ready
+// answering (asked every 30 s; twice in a row, so one slow answer under load drops nothing), is
+// looked for again with backoff, and the agent reports not-ready
 // until one answers, and not live once none has answered for 2 minutes: a runtime that restarted
 // made a new socket, which a socket mounted alone into the agent shows only to a new container.
 import type { Logger } from '../common/log.ts';
@@ -23,6 +24,7 @@ export class RuntimeRegistry {
   private checkTimer: NodeJS.Timeout | undefined;
   /** When a runtime last answered (or the registry started). */
   private lastAnsweredMs: number;
+  private failedChecks = 0;
   private readonly now: () => number;
   private readonly discover: RuntimeDiscovery;
   private readonly log: Logger;
@@ -57,16 +59,18 @@ export class RuntimeRegistry {
     return `no container runtime has answered for ${Math.round(silentMs / 1000)} s (${this.lastError}): a restarted runtime's new socket shows only to a new container`;
   }
 
-  /** Asks each runtime its version: none answering, the runtimes are dropped and looked for again. */
+  /** Asks each runtime its version: none answering twice in a row, the runtimes are dropped and looked for again. */
   async check(): Promise<void> {
     const runtimes = this.runtimes;
     if (!runtimes) return;
     const answers = await Promise.allSettled(runtimes.runtimes.map((r) => r.version()));
     if (answers.some((a) => a.status === 'fulfilled')) {
       this.lastAnsweredMs = this.now();
+      this.failedChecks = 0;
       return;
     }
-    if (this.runtimes !== runtimes) return;
+    if (this.runtimes !== runtimes || ++this.failedChecks < 2) return;
+    this.failedChecks = 0;
     const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     this.lastError = errorMessage(failed?.reason);
     this.log.warn('container runtime stopped answering, looking for it again', { runtimes: this.prefixes(), error: this.lastError });
