@@ -58,8 +58,9 @@ const TESTS = [
     at('14m', 'SidecarTerminatorAgentNotConfined'),
     at('16m', 'SidecarTerminatorAgentNotConfined', warning({ job: 'agents', instance: '10.0.0.1:9440' })),
   ]),
-  // The only request of the hour failed: 100% failing, but 1 of 1 is no trend.
-  test([[`sidecar_terminator_agent_requests_completed_total{${AGENT}, outcome="failed"}`, '0x5 1x55']], [
+  // A request every 10 minutes, each one failing: 100% failed, but 1 or 2 in 15 minutes is no trend.
+  test([[`sidecar_terminator_agent_requests_completed_total{${AGENT}, outcome="failed"}`, '0+0.1x60']], [
+    at('20m', 'SidecarTerminatorRequestsFailing'),
     at('40m', 'SidecarTerminatorRequestsFailing'),
   ]),
   // 2 of every 12 requests fail, 12 a minute.
