@@ -574,6 +574,7 @@ describe('leftoverStops (R51): what still runs once the controller set the phase
   const cases: { name: string; pod: AgentPod; runtime?: Map<string, RuntimeView>; want: string[] }[] = [
     { name: 'Succeeded by the controller: the hookless one is stopped, the hooked one left to kubelet', pod: finished(), want: ['containerd://proxy-1'] },
     { name: 'Failed by the controller: the same', pod: finished({ phase: 'Failed' }), want: ['containerd://proxy-1'] },
+    { name: 'a hook too large to keep in the cache still counts as a hook: left to kubelet', pod: finished({ containers: [{ name: 'main' }, { name: 'proxy', preStopNotKept: true }, { name: 'hooked', preStop: { exec: { command: ['/bin/drain'] } } }] }), want: [] },
     { name: 'Running: nothing (requests do the stopping)', pod: finished({ phase: 'Running' }), want: [] },
     { name: 'terminal, but not by the controller (kubelet\'s own phase): nothing', pod: finished({ phaseSetBySidecarTerminator: false }), want: [] },
     { name: 'being deleted: kubelet is stopping it already', pod: finished({ deleting: true }), want: [] },

@@ -294,7 +294,13 @@ export function hookRefusal(hook: Handler, httpHooks: boolean): string | undefin
 export function leftoverContainers(pod: AgentPod): (AgentContainerStatus & { containerID: string })[] {
   if (!isTerminal(pod.phase) || !pod.phaseSetBySidecarTerminator || pod.deleting) return [];
   return pod.statuses.filter((s): s is AgentContainerStatus & { containerID: string } =>
-    s.state === 'running' && s.containerID !== undefined && !pod.containers.find((c) => c.name === s.name)?.preStop);
+    s.state === 'running' && s.containerID !== undefined && !hasPreStop(pod, s.name));
+}
+
+/** A hook in the spec, whether the cache kept it or not (agent/pod.ts MAX_KEPT_HOOK_BYTES). */
+function hasPreStop(pod: AgentPod, name: string): boolean {
+  const spec = pod.containers.find((c) => c.name === name);
+  return spec?.preStop !== undefined || spec?.preStopNotKept === true;
 }
 
 /**
