@@ -15,6 +15,7 @@ import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
 import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './decide.ts';
+import { keptRequest } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
@@ -391,7 +392,8 @@ export class Reconciler {
     // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
     const updated = await this.deps.client.patch<ContainerRecreateRequest>(
       requestPath(namespace, name, 'status'), { metadata: { resourceVersion }, status }, 'merge');
-    if (crr.metadata.uid) this.written.set(crr.metadata.uid, { replaced: resourceVersion, request: updated });
+    // Kept as the watch cache keeps it: the answer is the whole object, its creator's labels and all.
+    if (crr.metadata.uid) this.written.set(crr.metadata.uid, { replaced: resourceVersion, request: keptRequest(updated) });
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
       this.deps.metrics.requestsCompleted.inc({ outcome });
       this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });

@@ -69,6 +69,8 @@ export class SidecarController {
   private readonly now: () => number;
   /** Event keys already emitted, by Pod: decisions are recomputed often, events go out once. */
   private readonly emitted = new EmittedEvents();
+  /** By Pod key: until when the Pod's node is taken as missing (resyncs do not read it again meanwhile). */
+  private readonly nodeMissingUntil = new Map<string, number>();
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
@@ -78,6 +80,7 @@ export class SidecarController {
   /** Forgets what was emitted for a Pod (by key) that left the cache: deleted, or of no more interest. */
   forget(podKey: string): void {
     this.emitted.forget(podKey);
+    this.nodeMissingUntil.delete(podKey);
   }
 
   /** How many Pods have events remembered (bounded by the cached Pods once forget is called for the rest). */
@@ -89,6 +92,8 @@ export class SidecarController {
     const cached = this.deps.cachedPod(key);
     if (!cached?.pod.nodeName) return;
     const { pod } = cached;
+    const missingFor = (this.nodeMissingUntil.get(key) ?? 0) - this.now();
+    if (missingFor > 0) return { requeueAfterMs: missingFor };
     let node: NodeKind;
     try {
       node = await this.deps.nodeKind(pod.nodeName!);
@@ -96,6 +101,7 @@ export class SidecarController {
       if (!isNotFound(err)) throw err;
       return this.nodeNotFound(key, pod);
     }
+    this.nodeMissingUntil.delete(key);
     const requests = this.deps.requestsForPod(pod.namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
     const decision = decide(pod, node, { requests, nowMs: this.now(), options: this.deps.options });
     this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
@@ -149,6 +155,7 @@ export class SidecarController {
 
   /** One Warning, then a slow retry: the node may yet be created (a Pod bound ahead of its node), never a hot loop. */
   private nodeNotFound(key: string, pod: PodProjection): QueueResult {
+    this.nodeMissingUntil.set(key, this.now() + NODE_NOT_FOUND_RETRY_MS);
     this.deps.log.warn('the Pod\'s node does not exist', { pod: key, node: pod.nodeName, retryInMs: NODE_NOT_FOUND_RETRY_MS });
     const message = `Pod is bound to node ${pod.nodeName}, which does not exist: its sidecars cannot be stopped; ` +
       `looked at again every ${NODE_NOT_FOUND_RETRY_MS / 1000}s.`;

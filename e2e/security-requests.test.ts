@@ -182,12 +182,16 @@ describe('security: hostile requests, round two (issue 24)', { timeout: 1_200_00
       bytes += JSON.stringify(body).length;
       await createRequest(body);
     }
-    // Each admitted by the controller and taken up by the agent (it writes a status).
+    // Each admitted by the controller and taken up by the agent (it writes a status); each read
+    // until it is, one at a time (a list of them all is 40 MB).
+    const pending = new Set(Array.from({ length: 40 }, (_, n) => `fat-${n}`));
     await waitFor(async () => {
-      const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: ns })) as { items: { metadata: { name: string; labels?: Record<string, string> }; status?: { phase?: string } }[] };
-      const fats = list.items.filter((r) => r.metadata.name.startsWith('fat-'));
-      return fats.length === 40 && fats.every((r) => r.metadata.labels?.[LABEL.uid] === target.metadata!.uid && r.status?.phase);
-    }, { description: 'the 40 requests admitted and taken up by the agent', timeoutMs: 180_000, intervalMs: 3_000 });
+      for (const name of [...pending]) {
+        const r = await jobs.readRequest(ns, name);
+        if (r?.metadata.labels?.[LABEL.uid] === target.metadata!.uid && r.status?.phase) pending.delete(name);
+      }
+      return pending.size === 0;
+    }, { description: 'the 40 requests admitted and taken up by the agent', timeoutMs: 240_000, intervalMs: 5_000 });
     await sleep(20_000);
     const end = { agent: await footprint(agentPod, AGENT_METRICS_PORT), controller: await footprint(controller, CONTROLLER_METRICS_PORT) };
     const report = (['controller', 'agent'] as const).map((part) =>
