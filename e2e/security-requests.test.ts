@@ -76,7 +76,7 @@ interface Footprint { rssBytes: number; heapBytes: number }
 async function footprint(pod: () => Promise<V1Pod>, port: number): Promise<Footprint> {
   let rssBytes = Infinity;
   let heapBytes = Infinity;
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i < 10; i++) {
     const p = await pod();
     rssBytes = Math.min(rssBytes, await podMetric(p, port, 'process_resident_memory_bytes'));
     heapBytes = Math.min(heapBytes, await podMetric(p, port, 'nodejs_heap_size_used_bytes'));
