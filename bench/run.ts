@@ -47,7 +47,7 @@ interface Results {
   targets: Target[];
   latency?: LatencyResult;
   /** Part 1 on the oldest supported release: ours alone. */
-  latencyOldest?: LatencyResult & { kubernetes: string; generatedAt: string; commit: unknown };
+  latencyOldest?: LatencyResult & { kubernetes: string; runtime?: string; generatedAt: string; commit: unknown };
   /** Older results: one run of ours (the legacy shape), with native's in burstNative. */
   burst?: BurstResult | LegacyBurst;
   burstNative?: LegacyBurst;
@@ -158,7 +158,7 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   const env = await environment(ctx);
   ctx.log(`latency on the oldest supported release (${String(env.kubernetes)}): ours alone`);
   const latency = await runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false);
-  results.latencyOldest = { kubernetes: String(env.kubernetes), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
+  results.latencyOldest = { kubernetes: String(env.kubernetes), runtime: String(env.runtime), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
   results.targets = targets(results);
   writeResults(results, path);
   // The chart draws the oldest release's figures too.
@@ -186,7 +186,10 @@ function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<st
     for (const field of fields) if (previous[field] !== undefined) Object.assign(results, { [field]: previous[field] });
     kept.push(part);
   }
-  if (kept.length > 0) results.environment.previousPartsFrom = `${kept.join(', ')}: ${previous.generatedAt ?? '?'} (commit ${String(previous.environment?.commit)})`;
+  if (kept.length > 0) {
+    const stack = `Kubernetes ${String(previous.environment?.kubernetes)}, ${String(previous.environment?.runtime)}`;
+    results.environment.previousPartsFrom = `${kept.join(', ')}: ${previous.generatedAt ?? '?'} (commit ${String(previous.environment?.commit)}, ${stack})`;
+  }
 }
 
 async function environment(ctx: Context): Promise<Record<string, unknown>> {

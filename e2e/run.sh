@@ -23,6 +23,10 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed on Kubernetes ${failed[*]}" >&2; exit 1; }
   exit 0
 fi
+# One release from here on: K8S_VERSION, or the newest (versions.env) when unset.
+# shellcheck source=cluster/versions.env
+source e2e/cluster/versions.env
+export K8S_VERSION
 # The project's Node 24 (npm puts it first on PATH; this also covers a direct `bash e2e/run.sh`).
 export PATH="$repo/node_modules/.bin:$PATH"
 t0=$(date +%s)

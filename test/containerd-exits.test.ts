@@ -1,17 +1,22 @@
-// The runtime side of the agent's exit watch, against a real, private containerd: the exit stream,
-// a Pod's containers by kubelet's labels, and a container's owner.
+// The runtime side of the agent's exit watch, against a real, private containerd (Debian's 1.6 and
+// containerd 2): the exit stream, a Pod's containers by kubelet's labels, and a container's owner.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { CriClient, type PodSandboxConfig } from '../agent/runtime/cri-client.ts';
 import { CriRuntime } from '../agent/runtime/cri.ts';
 import { KUBELET_LABELS } from '../agent/runtime/owner.ts';
-import { startContainerd, type Containerd } from './support/containerd.ts';
+import { containerd2, DEBIAN_CONTAINERD, startContainerd, type Containerd, type ContainerdBuild } from './support/containerd.ts';
 import { BUSYBOX_IMAGE } from './support/images.ts';
 
 const POD = { uid: randomUUID(), namespace: 'jobs', name: 'job-pod' };
 
-describe('containerd exit watch', () => {
+const BUILDS: [string, () => ContainerdBuild][] = [
+  ['Debian\'s containerd 1.6', () => DEBIAN_CONTAINERD],
+  ['containerd 2 (e2e/cluster/versions.env)', containerd2],
+];
+
+for (const [title, build] of BUILDS) describe(`containerd exit watch: ${title}`, () => {
   let containerd: Containerd;
   let client: CriClient;
   let runtime: CriRuntime;
@@ -23,7 +28,7 @@ describe('containerd exit watch', () => {
   const streamErrors: string[] = [];
 
   before(async () => {
-    containerd = await startContainerd();
+    containerd = await startContainerd({ build: build() });
     client = new CriClient(containerd.socket);
     sandboxConfig = {
       metadata: { name: POD.name, uid: POD.uid, namespace: POD.namespace, attempt: 0 },

@@ -44,7 +44,7 @@ stop_component kubelet 15
 # 3. Containers the kubelet did not stop: kill and delete their tasks through containerd, so the
 #    shims exit cleanly.
 if pid_of containerd >/dev/null; then
-  ctr_=(ctr -a "$CONTAINERD_SOCK" -n k8s.io --timeout 10s)
+  ctr_=("$(cat "$ST_RUN/containerd-bin-dir" 2>/dev/null || echo /usr/bin)/ctr" -a "$CONTAINERD_SOCK" -n k8s.io --timeout 10s)
   tasks=$("${ctr_[@]}" tasks ls -q 2>/dev/null)
   if [ -n "$tasks" ]; then
     log "killing $(echo "$tasks" | wc -l) leftover container task(s)"

@@ -22,6 +22,18 @@ CNI_NETWORK=sidecar-terminator
 CNI_BRIDGE=st-cni0
 CONTAINERD_DIR=$ST/containerd
 CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+# Which containerd runs the node: Debian's 1.6 (config version 2), or containerd 2 (config version 3)
+# built from its Go module by build-containerd.sh, from CONTAINERD2_FROM_MINOR (versions.env) on.
+# ST_CONTAINERD=1.6 or 2 picks one for any release.
+K8S_MINOR=${K8S_VERSION#v1.}; K8S_MINOR=${K8S_MINOR%%.*}
+if [ -z "${ST_CONTAINERD:-}" ]; then
+  if [ "$K8S_MINOR" -ge "$CONTAINERD2_FROM_MINOR" ]; then ST_CONTAINERD=2; else ST_CONTAINERD=1.6; fi
+fi
+case $ST_CONTAINERD in
+  1.6) CONTAINERD_TEMPLATE=containerd.toml.tmpl ;;
+  2) CONTAINERD_TEMPLATE=containerd2.toml.tmpl ;;
+  *) echo "ST_CONTAINERD=$ST_CONTAINERD: expected 1.6 or 2" >&2; exit 1 ;;
+esac
 
 # Kernel settings that kubelet (and kube-proxy) may change; saved by up.sh, restored by down.sh.
 TRACKED_SYSCTLS=(

@@ -13,9 +13,10 @@ export interface Daemon {
   logTail(lines?: number): string;
 }
 
-export function startDaemon(cmd: string, args: string[], logFile: string): Daemon {
+/** env: added to this process's environment. */
+export function startDaemon(cmd: string, args: string[], logFile: string, env: Record<string, string> = {}): Daemon {
   const fd = openSync(logFile, 'a');
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
   closeSync(fd);
   let running = true;
   const exited = new Promise<void>((resolve) => {

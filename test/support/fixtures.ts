@@ -6,7 +6,7 @@ import { CriClient, type PodSandboxConfig } from '../../agent/runtime/cri-client
 import { CriRuntime } from '../../agent/runtime/cri.ts';
 import { DockerRuntime } from '../../agent/runtime/docker.ts';
 import type { ContainerRuntime } from '../../agent/runtime/types.ts';
-import { startContainerd } from './containerd.ts';
+import { startContainerd, type ContainerdBuild } from './containerd.ts';
 import { startDockerd } from './dockerd.ts';
 import { BUSYBOX_IMAGE } from './images.ts';
 
@@ -37,8 +37,9 @@ async function closeAll(steps: (() => unknown)[]): Promise<void> {
   if (errors.length > 1) throw new AggregateError(errors, 'fixture cleanup failed');
 }
 
-export async function containerdFixture(): Promise<RuntimeFixture> {
-  const containerd = await startContainerd();
+/** build: which containerd (default Debian's 1.6). */
+export async function containerdFixture(build?: ContainerdBuild): Promise<RuntimeFixture> {
+  const containerd = await startContainerd({ build });
   const client = new CriClient(containerd.socket);
   let runtime: CriRuntime | undefined;
   try {
