@@ -304,8 +304,11 @@ describe('the bundle (npm run build)', () => {
     assert.equal(agent.code, 2);
     assert.match(agent.stderr, /the node name is required: set NODE_NAME or --node-name\nusage: sidecar-terminator agent/);
     const controller = await exec(process.execPath, ['--enable-source-maps', main, 'controller', '--help']);
-    assert.equal(controller.code, 2);
-    assert.match(controller.stderr, /usage: sidecar-terminator controller \[flags\]/);
+    assert.equal(controller.code, 0, controller.stderr);
+    assert.match(controller.stdout, /^usage: sidecar-terminator controller \[flags\]/);
+    // The bundle knows the commit it was built from (scripts/build.ts): git's HEAD here.
+    const version = await exec(process.execPath, [main, '--version']);
+    assert.match(version.stdout, /^sidecar-terminator \d+\.\d+\.\d+\S* \(commit [0-9a-f]{12}, node v\d+/);
     // The first write to stderr also prints the stack that made it.
     const preload = join(dir, 'stack.mjs');
     writeFileSync(preload, [

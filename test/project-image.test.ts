@@ -136,10 +136,16 @@ describe('the project image', () => {
   });
 
   it('controller with an unknown flag prints its usage', async () => {
-    const { code, stderr } = await start(['controller', '--help']).exited;
+    const { code, stderr } = await start(['controller', '--bogus']).exited;
     assert.equal(code, 2);
-    assert.match(stderr, /Unknown option '--help'/);
+    assert.match(stderr, /Unknown option '--bogus'/);
     assert.match(stderr, /usage: sidecar-terminator controller \[flags\]\n\s+--kubeconfig PATH/);
+  });
+
+  it('controller --help prints its usage on stdout and exits 0', async () => {
+    const { code, stdout } = await start(['controller', '--help']).exited;
+    assert.equal(code, 0);
+    assert.match(stdout, /^usage: sidecar-terminator controller \[flags\]\n\s+--kubeconfig PATH/);
   });
 
   it("run with the image's own entrypoint and no role, prints the usage", async () => {
