@@ -237,7 +237,7 @@ wait_until "containerd serving" 60 containerd "$CTR" -a "$CONTAINERD_SOCK" versi
 for img in pause busybox quick-exit; do
   "$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
 done
-log "images imported: $("$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+log "images imported: $("$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images ls -q 2>>"$ST_LOGS/images.log" | grep -v '^sha256:' | tr '\n' ' ')"
 
 wait_until "kube-apiserver ready" 120 kube-apiserver curl -sf --cacert "$ST_PKI/ca.crt" \
   --cert "$ST_PKI/admin.crt" --key "$ST_PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -380,7 +380,7 @@ export KUBECONFIG=$ST/admin.kubeconfig
 export ST_NODE_NAME=$NODE_NAME
 export ST_NODE_IP=$NODE_IP
 export ST_CONTAINERD_SOCK=$CONTAINERD_SOCK
-export ST_CONTAINERD_VERSION=$("$CTR" -a "$CONTAINERD_SOCK" version | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }')
+export ST_CONTAINERD_VERSION=$("$CTR" -a "$CONTAINERD_SOCK" version 2>/dev/null | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }')
 # The node's own ctr first (containerd 2's client for containerd 2).
 export PATH=$CONTAINERD_BIN:\$PATH
 export ST_CONTAINERD_NAMESPACE=k8s.io
