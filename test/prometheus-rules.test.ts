@@ -13,6 +13,8 @@ import { dump as toYaml, load as parseYaml } from 'js-yaml';
 
 const PROMTOOL = process.env.PROMTOOL ?? join(homedir(), '.cache/sidecar-terminator/promtool-v0.316.0/promtool');
 const NO_PROMTOOL = existsSync(PROMTOOL) ? false : `promtool is not built (bash e2e/cluster/build-promtool.sh builds it into ${PROMTOOL})`;
+const HELM = process.env.HELM ?? join(homedir(), '.cache/sidecar-terminator/helm-v3.21.4/helm');
+const NO_HELM = NO_PROMTOOL || (existsSync(HELM) ? false : `helm is not built (bash e2e/cluster/build-helm.sh builds it into ${HELM})`);
 
 interface Rule { alert: string; expr: string; for: string; labels: Record<string, string>; annotations: Record<string, string> }
 const rule = parseYaml(readFileSync(new URL('../manifests/optional/prometheusrule.yaml', import.meta.url), 'utf8')) as { spec: { groups: { name: string; rules: Rule[] }[] } };
@@ -120,6 +122,22 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
   it('promtool check rules: every expression and annotation template is valid', () => {
     writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
     assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 6 rules found/);
+  });
+
+  it('the chart renders the same rules with its defaults, and valid rules with its thresholds set', { skip: NO_HELM }, () => {
+    const chart = (...sets: string[]) => {
+      const out = execFileSync(HELM, ['template', 'st', new URL('../manifests/helm/sidecar-terminator', import.meta.url).pathname, '-n', 'sidecar-terminator',
+        '--set', 'image.repository=registry.example/st', '--set', 'metrics.prometheusRule.enabled=true', ...sets.flatMap((x) => ['--set', x]),
+        '-s', 'templates/prometheusrule.yaml'], { encoding: 'utf8' });
+      return (parseYaml(out) as { spec: { groups: unknown[] } }).spec;
+    };
+    assert.deepEqual(chart(), rule.spec);
+    const set = chart('metrics.prometheusRule.requestsFailingRatio=0.2', 'metrics.prometheusRule.requestsFailingMinRequests=50',
+      'metrics.prometheusRule.slowStopSeconds=45.5', 'metrics.prometheusRule.slowStopsMinStops=7');
+    const exprs = JSON.stringify(set);
+    for (const part of ['> 0.2\\n', '[15m])) >= 50', '> 45.5\\n', '[10m])) >= 7']) assert.ok(exprs.includes(part), part);
+    writeFileSync(join(dir, 'chart.yaml'), toYaml(set));
+    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 6 rules found/);
   });
 
   it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {
