@@ -230,6 +230,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       'controller.leaderElect': 'false', 'controller.leaseName': 'lease-x', 'controller.leaseNamespace': 'lease-ns',
       'controller.priorityClassName': 'controllers', 'crd.keep': 'false',
       'controller.agentlessNodeSelector': 'eks.amazonaws.com/compute-type=fargate', 'controller.agentlessAfterSeconds': '0',
+      'agent.logLevel': 'debug', 'controller.logLevel': 'warn',
     };
     const json = {
       imagePullSecrets: [{ name: 'pull' }],
@@ -262,14 +263,14 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.equal(agentArgs[0], 'agent');
     assertIncludes(parseAgentConfig(agentArgs.slice(1), { NODE_NAME: 'n', POD_NAMESPACE: RELEASE_NAMESPACE }), {
       hostRunDir: '/host/var/run', runtimeSocket: '/host/var/run/containerd.sock',
-      metricsPort: 9550, workers: 7, resyncSeconds: 11, kubeconfig: '/k', requestDeadlineSeconds: 301, requestTTLSeconds: 602,
+      metricsPort: 9550, workers: 7, resyncSeconds: 11, kubeconfig: '/k', requestDeadlineSeconds: 301, requestTTLSeconds: 602, logLevel: 'debug',
     });
     const controllerArgs = expandedArgs(controller, objs);
     assert.equal(controllerArgs[0], 'controller');
     assertIncludes(parseControllerConfig(controllerArgs.slice(1), { POD_NAMESPACE: RELEASE_NAMESPACE }), {
       kubeconfig: '/c', metricsPort: 9551, workers: 9, resyncSeconds: 13, leaderElect: false, leaseNamespace: 'lease-ns',
       leaseName: 'lease-x', requestDeadlineSeconds: 301, requestTTLSeconds: 602, sidecarStartTimeoutSeconds: 123,
-      agentlessNodeSelector: 'eks.amazonaws.com/compute-type=fargate', agentlessAfterSeconds: 0,
+      agentlessNodeSelector: 'eks.amazonaws.com/compute-type=fargate', agentlessAfterSeconds: 0, logLevel: 'warn',
     });
 
     for (const [workload, part, port] of [[agent, 'agent', 9550], [controller, 'controller', 9551]] as const) {
