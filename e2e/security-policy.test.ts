@@ -19,6 +19,7 @@ import { NAMESPACE, agentPod, deployProject, podMetric, writeOverlay } from './s
 import { kubectl } from './support/kubectl.ts';
 import { waitFor } from './support/wait.ts';
 
+const ROOT = new URL('..', import.meta.url).pathname;
 const PREFIX = 'acme-';
 const AGENT = `${PREFIX}sidecar-terminator-agent`;
 const AGENT_POLICY_BINDING = `${PREFIX}agent-requests.sidecar-terminator.dev`;
@@ -65,6 +66,27 @@ async function readyz(pod: V1Pod): Promise<{ status: number; text: string }> {
 }
 
 const fastPath = (pod: V1Pod, state: string) => podMetric(pod, METRICS_PORT, `sidecar_terminator_agent_fast_path{state="${state}"}`);
+
+describe('the agent policy follows the agent\'s ServiceAccount, as kustomize builds it', () => {
+  it('an overlay with namePrefix and nameSuffix: the policy names exactly the account the create binding names', () => {
+    const dir = join(clusterEnv().clusterDir, 'overlay-renamed');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namePrefix: team-
+nameSuffix: -x
+resources:
+  - ${relative(dir, join(ROOT, 'manifests/default'))}
+`);
+    const objs = (loadAll(kubectl('kustomize', dir)) as (Obj | null)[]).filter((o): o is Obj => o !== null);
+    const account = objs.find((o) => o.kind === 'ServiceAccount' && o.metadata.name.includes('agent'))!;
+    assert.equal(account.metadata.name, 'team-sidecar-terminator-agent-x');
+    const binding = objs.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'team-sidecar-terminator-agent-requests-x') as unknown as { subjects: { name: string; namespace: string }[] };
+    assert.deepEqual(binding.subjects.map((s) => `${s.namespace}:${s.name}`), [`${NAMESPACE}:team-sidecar-terminator-agent-x`]);
+    const policy = objs.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'team-agent-requests.sidecar-terminator.dev-x') as unknown as { spec: { matchConditions: { expression: string }[] } };
+    assert.equal(policy.spec.matchConditions[0]!.expression, `request.userInfo.username == 'system:serviceaccount:${NAMESPACE}:team-sidecar-terminator-agent-x'`);
+  });
+});
 
 describe('the agent policy follows the agent\'s ServiceAccount: a namePrefix install', {
   skip: !features.admissionPolicies && `no ValidatingAdmissionPolicy v1 nor node names in tokens before 1.30 (${clusterEnv().k8sVersion}): the agent has no create permission to confine`,
