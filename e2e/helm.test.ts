@@ -564,7 +564,7 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     assert.equal(agentPod?.spec?.priorityClassName, 'system-node-critical');
     kubectl('-n', RELEASE_NAMESPACE, 'get', 'resourcequota', 'sidecar-terminator-agent-priority');
     // The runtime's socket alone is mounted, not the directory it lives in.
-    assert.deepEqual(agentPod?.spec?.volumes?.filter((v) => v.hostPath).map((v) => v.hostPath),
+    assert.deepEqual(agentPod?.spec?.volumes?.filter((v) => v.hostPath).map((v) => ({ ...v.hostPath })),
       [{ path: `${clusterEnv().clusterDir}/containerd/containerd.sock`, type: 'Socket' }]);
   });
 
