@@ -188,7 +188,7 @@ describe('security: hostile requests, round two (issue 24)', { timeout: 1_200_00
     await waitFor(async () => {
       for (const name of [...pending]) {
         const r = await jobs.readRequest(ns, name);
-        if (r?.metadata.labels?.[LABEL.uid] === target.metadata!.uid && r.status?.phase) pending.delete(name);
+        if (r && r.metadata.labels?.[LABEL.uid] === target.metadata!.uid && r.status?.phase) pending.delete(name);
       }
       return pending.size === 0;
     }, { description: 'the 40 requests admitted and taken up by the agent', timeoutMs: 240_000, intervalMs: 5_000 });
