@@ -10,9 +10,17 @@ source "$here/versions.env"
 out=${K8S_BIN_DIR:-$HOME/.cache/sidecar-terminator/k8s-$K8S_VERSION/bin}
 components=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl)
 
-complete=1
-for c in "${components[@]}"; do [ -x "$out/$c" ] || complete=0; done
-if [ "$complete" = 1 ]; then echo "$out"; exit 0; fi
+is_complete() {
+  local c
+  for c in "${components[@]}"; do [ -x "$out/$c" ] || return 1; done
+}
+if is_complete; then echo "$out"; exit 0; fi
+# One build per release at a time (CI builds the newest in the background while the oldest's suite
+# runs): a second caller waits for the first, then finds the cache complete.
+mkdir -p "$(dirname "$out")"
+exec 8>>"$(dirname "$out")/.build.lock"
+flock 8
+if is_complete; then echo "$out"; exit 0; fi
 
 export PATH=/usr/local/go/bin:$PATH GOFLAGS=-mod=mod GOTOOLCHAIN=${K8S_GOTOOLCHAIN:-local}
 # Progress on stderr (stdout is the result): the first build takes about 10 minutes on 2 cores.

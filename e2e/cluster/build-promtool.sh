@@ -9,6 +9,11 @@ set -euo pipefail
 PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 out=${PROMTOOL_BIN_DIR:-$HOME/.cache/sidecar-terminator/promtool-$PROMTOOL_VERSION}
 if [ -x "$out/promtool" ]; then echo "$out/promtool"; exit 0; fi
+# One build at a time (CI builds it in the background): a second caller waits, then finds it built.
+mkdir -p "$out"
+exec 8>>"$out/.build.lock"
+flock 8
+if [ -x "$out/promtool" ]; then echo "$out/promtool"; exit 0; fi
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local
 work=$(mktemp -d)

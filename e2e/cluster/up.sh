@@ -381,8 +381,10 @@ export ST_NODE_NAME=$NODE_NAME
 export ST_NODE_IP=$NODE_IP
 export ST_CONTAINERD_SOCK=$CONTAINERD_SOCK
 export ST_CONTAINERD_VERSION=$("$CTR" -a "$CONTAINERD_SOCK" version 2>/dev/null | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }')
-# The node's own ctr first (containerd 2's client for containerd 2).
-export PATH=$CONTAINERD_BIN:\$PATH
+$(if [ "$CONTAINERD_BIN" != /usr/bin ]; then
+  # containerd 2's own ctr first. Only its directory: /usr/bin first would put Debian's Node before the project's.
+  echo "export PATH=$CONTAINERD_BIN:\$PATH"
+fi)
 export ST_CONTAINERD_NAMESPACE=k8s.io
 export ST_K8S_BIN=$BIN
 export ST_K8S_VERSION=$K8S_VERSION
