@@ -134,8 +134,8 @@ describe('R7: mains kubelet starts again, on the real kubelet', () => {
     assert.ok(at(journal, 'proxy got SIGTERM') > done, `SIGTERM only after the restarted main was done:\n${shown}`);
     const status = containerStatus(pod, 'main');
     assert.equal(status?.restartCount, 1, 'kubelet restarted the probe-killed main once');
-    // The journal shows run 1's trap answering the probe's SIGTERM (exit 0). Kubelet 1.27 leaves
-    // lastState empty once the Pod has finished; where it reports it, it says the same.
+    // The journal shows run 1's trap answering the probe's SIGTERM (exit 0). Kubelet 1.27 reported
+    // no lastState for it once the Pod had finished; where one is reported, it must say the same.
     if (status?.lastState?.terminated) assert.equal(status.lastState.terminated.exitCode, 0, 'the probe-killed run exited 0');
     const { ms, shown: logs } = sigtermAfterMainMs(pod, /^done$/);
     t.diagnostic(`restarted main done → SIGTERM seen by the sidecar: ${ms} ms`);
