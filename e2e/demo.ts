@@ -15,10 +15,14 @@ async function watchMilestones(kc: k8s.KubeConfig): Promise<{ requestSeenMs?: nu
   const seen: { requestSeenMs?: number; jobDoneMs?: number; stop: () => void } = { stop: () => undefined };
   const watch = new k8s.Watch(kc);
   const ignore = () => undefined;
-  const requests = await watch.watch(`/apis/sidecar-terminator.dev/v1alpha1/namespaces/${NAMESPACE}/containerrecreaterequests`, {}, (type) => {
+  // From any version the API server's cache has (the namespace is new: nothing to replay). A watch
+  // from the latest version waits for that cache to catch up; on the local 1.37 cluster (Debian's
+  // etcd 3.4) it ended at once with 504 "Too large resource version", so the demo saw nothing.
+  const fromCache = { resourceVersion: '0' };
+  const requests = await watch.watch(`/apis/sidecar-terminator.dev/v1alpha1/namespaces/${NAMESPACE}/containerrecreaterequests`, fromCache, (type) => {
     if (type === 'ADDED') seen.requestSeenMs ??= Date.now();
   }, ignore);
-  const jobs = await watch.watch(`/apis/batch/v1/namespaces/${NAMESPACE}/jobs`, {}, (_type, job: V1Job) => {
+  const jobs = await watch.watch(`/apis/batch/v1/namespaces/${NAMESPACE}/jobs`, fromCache, (_type, job: V1Job) => {
     if (job.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) seen.jobDoneMs ??= Date.now();
   }, ignore);
   seen.stop = () => { requests.abort(); jobs.abort(); };
