@@ -18,7 +18,7 @@ import type { AgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
-import { Reconciler } from './reconciler.ts';
+import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 
 const KEY = 'ns/job-pod';
@@ -519,6 +519,23 @@ describe('Reconciler: a stop without a hook', () => {
     h.release();
     await h.reconciler.drain(5_000);
     assert.equal(h.calls.filter((c) => c.startsWith('stop')).length, 1);
+  });
+
+  it(`a Pod's stops are sent ${STOPS_PER_POD} at a time (one containerd 2 shim serves the whole Pod), the next as one ends`, async () => {
+    const names = Array.from({ length: STOPS_PER_POD + 4 }, (_, i) => `side-${i}`);
+    const pod = agentPod({
+      containers: [{ name: 'main' }, ...names.map((name) => ({ name }))],
+      statuses: [agentPod().statuses[0]!, ...names.map((name) => ({ name, containerID: `containerd://${name}-1`, restartCount: 0, ready: true, state: 'running' as const }))],
+    });
+    const crr = request();
+    crr.spec.containers = names.map((name) => ({ name, statusContext: { containerID: `containerd://${name}-1`, restartCount: 0 } }));
+    const h = harness({ pod, crr, holdStops: true, status: (id) => running(id, { ...OWN, container: id.replace(/-1$/, '') }) });
+    await h.reconciler.reconcile(KEY);
+    const stops = () => h.calls.filter((c) => c.startsWith('stop')).length;
+    assert.equal(stops(), STOPS_PER_POD);
+    h.release();
+    assert.equal(await h.reconciler.drain(5_000), true);
+    assert.equal(stops(), names.length);
   });
 
   it('a request this agent created is carried out before its watch event, once, and logged with its timeline', async () => {

@@ -10,6 +10,7 @@ import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from
 import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
 import { FirstTimes } from '../common/first-times.ts';
+import { KeyedLimit } from '../common/keyed-limit.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
@@ -52,6 +53,13 @@ const MIN_STOP_SECONDS = 2;
  */
 const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
+/**
+ * StopContainer calls at once per Pod. containerd 2 runs all of a Pod's containers under one shim,
+ * whose exit queue holds 32 exits: each stop adds two (the `runc kill` process and the container),
+ * and past the queue the shim loses exits and its stops hang (seen with 48 stops at once on
+ * containerd 2.4.2; test/cri.test.ts). Eight keep well inside it and stop 64 sidecars in seconds.
+ */
+export const STOPS_PER_POD = 8;
 /** How many Pods' refusals are remembered (as the controller's): beyond, a Pod may be told again. */
 const MAX_REFUSAL_PODS = 10_000;
 
@@ -93,6 +101,8 @@ export class Reconciler {
   private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
   /** Pods (by uid) told of a refused request: one RequestRefused Warning each, for MAX_REFUSAL_PODS Pods. */
   private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
+  /** StopContainer calls under way, by Pod uid (STOPS_PER_POD). */
+  private readonly podStops = new KeyedLimit(STOPS_PER_POD);
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -273,7 +283,7 @@ export class Reconciler {
       });
       const started = this.now();
       try {
-        await runtime.stop(parsed.id, order.graceSeconds, order.stopSignal);
+        await this.podStops.run(pod.uid, () => runtime.stop(parsed.id, order.graceSeconds, order.stopSignal));
         this.deps.metrics.containerStops.inc({ result: 'stopped' });
         this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.now() - started });
       } catch (err) {
@@ -466,10 +476,13 @@ export class Reconciler {
         this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.failedPreStopHook, message: `PreStop hook of container ${order.name} failed: ${failure}` });
       }
     }
-    const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (this.now() - started) / 1000));
     try {
-      const stopSentAtMs = this.now();
-      await runtime.stop(parsed.id, remaining, order.stopSignal);
+      let stopSentAtMs = 0;
+      await this.podStops.run(pod.uid, () => {
+        stopSentAtMs = this.now();
+        const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (stopSentAtMs - started) / 1000));
+        return runtime.stop(parsed.id, remaining, order.stopSignal);
+      });
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.now();
       const known = crr.metadata.uid ? this.known.get(crr.metadata.uid) : undefined;
