@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import { blockingRequest, capRequeueMs, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
-import type { AgentContainerStatus, AgentPod } from './pod.ts';
+import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
 import { MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
@@ -204,12 +204,25 @@ describe('planRequest: unreadyGracePeriodSeconds', () => {
   });
 });
 
-describe('kubeletRestarts', () => {
-  const table: [AgentPod['restartPolicy'], number, boolean][] = [
-    ['Always', 0, true], ['Always', 1, true], ['OnFailure', 0, false], ['OnFailure', 143, true], ['Never', 0, false], ['Never', 137, false],
+describe('kubeletRestarts (R40, with R7\'s restartAfterExit)', () => {
+  const running = (restartPolicy: AgentPod['restartPolicy'], restart?: AgentContainerSpec['restart']) =>
+    ({ phase: 'Running' as const, restartPolicy, containers: [{ name: 'proxy', ...(restart ? { restart } : {}) }] });
+  const table: [string, ReturnType<typeof running>, number | undefined, boolean][] = [
+    ['Always, exit 0', running('Always'), 0, true],
+    ['Always, exit 1', running('Always'), 1, true],
+    ['OnFailure, exit 0', running('OnFailure'), 0, false],
+    ['OnFailure, exit 143', running('OnFailure'), 143, true],
+    ['OnFailure, exit code unknown', running('OnFailure'), undefined, true],
+    ['Never, exit 0', running('Never'), 0, false],
+    ['Never, exit 137', running('Never'), 137, false],
+    ['OnFailure Pod, container policy Never, exit 143', running('OnFailure', { policy: 'Never', rules: [] }), 143, false],
+    ['Never Pod, container policy OnFailure, exit 143', running('Never', { policy: 'OnFailure', rules: [] }), 143, true],
+    ['Never Pod, a Restart rule matching 143', running('Never', { policy: 'Never', rules: [{ action: 'Restart', operator: 'In', values: [143] }] }), 143, true],
+    ['Never Pod, a Restart rule not matching 0', running('Never', { policy: 'Never', rules: [{ action: 'Restart', operator: 'In', values: [143] }] }), 0, false],
+    ['Never Pod, a RestartAllContainers rule matching', running('Never', { policy: 'Never', rules: [{ action: 'RestartAllContainers', operator: 'In', values: [143] }] }), 143, true],
   ];
-  for (const [policy, code, expected] of table) {
-    it(`${policy} exit ${code} → ${expected}`, () => assert.equal(kubeletRestarts(policy, code), expected));
+  for (const [title, pod, code, expected] of table) {
+    it(`${title} → ${expected}`, () => assert.equal(kubeletRestarts(pod, 'proxy', code), expected));
   }
 });
 
@@ -521,10 +534,10 @@ describe('bounds', () => {
 describe('kubeletRestarts in a terminal Pod', () => {
   for (const phase of ['Succeeded', 'Failed'] as const) {
     for (const policy of ['Always', 'OnFailure', 'Never'] as const) {
-      it(`${phase}, ${policy}, exit 143 → false`, () => assert.equal(kubeletRestarts(policy, 143, phase), false));
+      it(`${phase}, ${policy}, exit 143 → false`, () => assert.equal(kubeletRestarts({ phase, restartPolicy: policy, containers: [{ name: 'proxy' }] }, 'proxy', 143), false));
     }
   }
-  it('Running, OnFailure, exit 143 → true', () => assert.equal(kubeletRestarts('OnFailure', 143, 'Running'), true));
+  it('Running, OnFailure, exit 143 → true', () => assert.equal(kubeletRestarts({ phase: 'Running', restartPolicy: 'OnFailure', containers: [{ name: 'proxy' }] }, 'proxy', 143), true));
 });
 
 describe('blockingRequest (R33): a request waits only behind an older one holding one of its containers', () => {

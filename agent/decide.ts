@@ -14,6 +14,7 @@ import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CR
 import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
+import { restartAfterExit } from '../rules/main-done.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
 import { KUBELET_LABELS } from './runtime/owner.ts';
@@ -110,10 +111,14 @@ export function isTerminal(phase: AgentPod['phase']): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
 }
 
-/** Whether kubelet restarts a container that exited with `exitCode` under this restart policy. */
-export function kubeletRestarts(restartPolicy: AgentPod['restartPolicy'], exitCode: number | undefined, podPhase?: AgentPod['phase']): boolean {
-  if (podPhase !== undefined && isTerminal(podPhase)) return false;
-  return restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && exitCode !== 0);
+/**
+ * Whether kubelet starts this container again after it exited with `exitCode` (R7's
+ * restartAfterExit: its own rules and policy, else the Pod's); never in a terminal Pod. An unknown
+ * exit code counts as a failure.
+ */
+export function kubeletRestarts(pod: Pick<AgentPod, 'restartPolicy' | 'phase' | 'containers'>, name: string, exitCode: number | undefined): boolean {
+  if (isTerminal(pod.phase)) return false;
+  return restartAfterExit(pod.containers.find((c) => c.name === name), pod.restartPolicy, exitCode ?? -1) !== 'none';
 }
 
 /** The grace period handed to the runtime: the strategy's, else the Pod's, within 0..MAX_STRATEGY_SECONDS. */
@@ -417,7 +422,7 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
   }
   if (current.state === 'exited') {
     const state: ContainerRecreateState = { name, phase: 'Succeeded', isKilled, exitCode: current.exitCode };
-    return keep(kubeletRestarts(pod.restartPolicy, current.exitCode, pod.phase) ? { ...state, phase: 'Recreating' } : state);
+    return keep(kubeletRestarts(pod, name, current.exitCode) ? { ...state, phase: 'Recreating' } : state);
   }
   // Still the same container, still running: stop it. If an earlier agent died mid-stop (isKilled
   // already recorded), the stop is resumed, without its hook: a container left running would hang the Job.

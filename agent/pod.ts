@@ -13,6 +13,8 @@ import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { DEFAULT_GRACE_SECONDS } from '../api/pod.ts';
 import { toMs } from '../common/time.ts';
+import type { ContainerRestartProjection } from '../rules/projection.ts';
+import { restartOf } from '../rules/projection.ts';
 
 export type ContainerStatusState = 'waiting' | 'running' | 'terminated' | 'unknown';
 
@@ -40,6 +42,8 @@ export interface AgentContainerSpec {
   ports?: ContainerPort[];
   /** `lifecycle.stopSignal` (e.g. SIGUSR1): the signal the container is stopped with, instead of the image's. */
   stopSignal?: string;
+  /** Its own restartPolicy and rules (1.34+): whether kubelet starts it again after an exit (R40). */
+  restart?: ContainerRestartProjection;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -87,6 +91,7 @@ export function projectAgentPod(pod: V1Pod, o: { wholeHooks?: boolean } = {}): A
       ...keptHook(c.lifecycle?.preStop as Handler | undefined, o.wholeHooks ?? false),
       ports: c.ports as ContainerPort[] | undefined,
       ...(c.lifecycle?.stopSignal ? { stopSignal: c.lifecycle.stopSignal } : {}),
+      ...restartOf(c),
     })),
     statuses: (pod.status?.containerStatuses ?? []).map(projectStatus),
     phaseSetBySidecarTerminator: pod.status?.conditions?.some((c) => c.type === CONDITION_SIDECAR_TERMINATED && c.status === 'True') ?? false,

@@ -17,7 +17,7 @@ export type RestartAfterExit = 'none' | 'container' | 'allContainers';
  * decides; a rule with an action this release does not know falls through to the policies, as in
  * kubelet. An unknown policy falls through to the Pod's, and an unknown Pod policy means Always.
  */
-export function restartAfterExit(container: ContainerProjection | undefined, podRestartPolicy: string, exitCode: number): RestartAfterExit {
+export function restartAfterExit(container: Pick<ContainerProjection, 'restart'> | undefined, podRestartPolicy: string, exitCode: number): RestartAfterExit {
   const restart = container?.restart;
   if (restart?.policy !== undefined) {
     const rule = matchingRule(restart.rules, exitCode);

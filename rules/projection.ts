@@ -205,9 +205,14 @@ function projectContainer(container: V1Container): ContainerProjection {
     name: container.name,
     image: container.image ?? '',
     markers: readMarkers(container.env ?? []),
-    ...(container.restartPolicy ? { restart: { policy: container.restartPolicy, rules: restartRulesOf(container) } } : {}),
+    ...restartOf(container),
     probeKills: container.livenessProbe != null || container.startupProbe != null,
   };
+}
+
+/** Its own restartPolicy and rules, when it sets a restartPolicy (rules count only then): for restartAfterExit. */
+export function restartOf(container: V1Container): { restart?: ContainerRestartProjection } {
+  return container.restartPolicy ? { restart: { policy: container.restartPolicy, rules: restartRulesOf(container) } } : {};
 }
 
 function restartRulesOf(container: V1Container): RestartRuleProjection[] {
