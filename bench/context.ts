@@ -90,9 +90,11 @@ export interface JobOptions {
   containers: V1Container[];
   initContainers?: V1Container[];
   volumes?: V1Volume[];
+  /** The Pod's restartPolicy (default Never). */
+  restartPolicy?: 'Never' | 'OnFailure';
 }
 
-/** A Job pinned to the cluster's node, restartPolicy Never, no retries. */
+/** A Job pinned to the cluster's node, restartPolicy Never unless asked, no retries. */
 export function jobBody(name: string, o: JobOptions): V1Job {
   return {
     apiVersion: 'batch/v1',
@@ -103,7 +105,7 @@ export function jobBody(name: string, o: JobOptions): V1Job {
       template: {
         spec: {
           nodeName: clusterEnv().nodeName,
-          restartPolicy: 'Never',
+          restartPolicy: o.restartPolicy ?? 'Never',
           terminationGracePeriodSeconds: 10,
           containers: o.containers,
           initContainers: o.initContainers,

@@ -20,8 +20,11 @@ import type { StepBreakdown, Timeline } from './timeline.ts';
 import { stepHistograms, summarizeSteps } from './timeline.ts';
 
 export type Kind = 'ours' | 'native';
-/** mixed: ours beside native, half and half; allOurs: ours alone, the whole batch finishing together. */
-export type BatchKind = 'mixed' | 'allOurs';
+/**
+ * mixed: ours beside native, half and half; allOurs: ours alone, the whole batch finishing together;
+ * onFailure: as allOurs, the Pods' restartPolicy OnFailure (the fast path decides from the exit code).
+ */
+export type BatchKind = 'mixed' | 'allOurs' | 'onFailure';
 
 export interface JobSample {
   kind: Kind;
@@ -54,6 +57,8 @@ export interface LatencyResult {
   ratio?: { mainToSidecarP50: number; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
   /** Ours in the batches of ours alone. */
   allOurs?: LatencyFigures;
+  /** Ours alone under restartPolicy OnFailure (absent in results from before those batches). */
+  onFailure?: LatencyFigures;
   agentLog?: AgentLogNote;
   /** The agent's step histograms over the whole part (both kinds of batches): a cross-check of the timelines. */
   agentHistograms?: Record<string, HistogramBounds>;
@@ -62,8 +67,8 @@ export interface LatencyResult {
 
 const MAIN_SCRIPT = 'sleep 2';
 
-function ourJob(name: string): V1Job {
-  return jobBody(name, { containers: [busybox('main', MAIN_SCRIPT), busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })] });
+function ourJob(name: string, restartPolicy: 'Never' | 'OnFailure' = 'Never'): V1Job {
+  return jobBody(name, { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })] });
 }
 
 function nativeJob(name: string): V1Job {
@@ -72,6 +77,8 @@ function nativeJob(name: string): V1Job {
     containers: [busybox('main', MAIN_SCRIPT)],
   });
 }
+
+const BATCH_TITLES: Record<BatchKind, string> = { mixed: 'mixed', allOurs: 'ours alone', onFailure: 'ours alone, OnFailure' };
 
 const complete = (job: V1Job, type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
 
@@ -96,21 +103,22 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     ]).flat()
     : [];
   const allOurs: Planned[] = Array.from({ length: jobsPerKind }, (_, i) => ({ kind: 'ours', batch: 'allOurs', name: `alone-ours-${index(i)}` }));
-  // The two kinds of batches take turns, so drift over the run (caches, the API server's state) touches both alike.
-  const batches = interleave(batchesOf(mixed), batchesOf(allOurs));
+  const onFailure: Planned[] = Array.from({ length: jobsPerKind }, (_, i) => ({ kind: 'ours', batch: 'onFailure', name: `onfailure-ours-${index(i)}` }));
+  // The kinds of batches take turns, so drift over the run (caches, the API server's state) touches all alike.
+  const batches = interleave(interleave(batchesOf(mixed), batchesOf(allOurs)), batchesOf(onFailure));
   const readAgentLog = await followAgentLog(ctx, agent);
   const metricsBefore = await scrapeOrNothing(agent);
   const failures: string[] = [];
   const samples: JobSample[] = [];
   try {
     for (const [i, batch] of batches.entries()) {
-      await Promise.all(batch.map(async ({ kind, name }) => {
+      await Promise.all(batch.map(async ({ kind, batch: batchKind, name }) => {
         created.set(name, Date.now());
-        await createJob(ctx, namespace, kind === 'ours' ? ourJob(name) : nativeJob(name));
+        await createJob(ctx, namespace, kind === 'ours' ? ourJob(name, batchKind === 'onFailure' ? 'OnFailure' : 'Never') : nativeJob(name));
       }));
       const deadline = Date.now() + 120_000;
       while (batch.some(({ name }) => !finished.has(name)) && Date.now() < deadline) await sleep(200);
-      ctx.log(`latency: batch ${i + 1}/${batches.length} (${batch[0]!.batch === 'mixed' ? 'mixed' : 'ours alone'}) done`);
+      ctx.log(`latency: batch ${i + 1}/${batches.length} (${BATCH_TITLES[batch[0]!.batch]}) done`);
     }
     // Let the last status updates land before reading the Pods.
     await sleep(2000);
@@ -155,7 +163,8 @@ function summary(samples: JobSample[], failures: string[], jobsPerKind: number, 
   return {
     method: 'Jobs pinned to the node, main `sleep 2`, sidecar `' + SIDECAR_SCRIPT + '` (exits 0 on SIGTERM at once); ours: a regular container marked ' +
       `${SIDECAR_MARK.name}=true; ${withNative ? 'native: the same container as an init container with restartPolicy Always' : 'no native sidecars on this release'}. ${batchSize} Jobs at a time ` +
-      `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone (${jobsPerKind} Jobs)` : `ours alone (${jobsPerKind} Jobs)`}. ` +
+      `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone (${jobsPerKind} Jobs)` : `ours alone (${jobsPerKind} Jobs)`}, ` +
+      `and with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never). ` +
       'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus. created→complete: benchmark clock, create request sent → Job ' +
       'watch event with Complete=True received. Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
       'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check.',
@@ -171,6 +180,7 @@ function summary(samples: JobSample[], failures: string[], jobsPerKind: number, 
       },
     } : {}),
     allOurs: figures('ours', 'allOurs'),
+    onFailure: figures('ours', 'onFailure'),
     agentLog,
     agentHistograms,
     failures,
