@@ -38,6 +38,9 @@ Environment:
                     the same way (pushed for PLATFORMS, or loaded)
   QUICK_EXIT_TAG    the quick-exit image's tag (default 1)
   QUICK_EXIT_EXTRA_PATHS  more command paths for the quick-exit program (its EXTRA_PATHS build arg)
+  SOURCE_COMMIT     the commit the project image reports (build_info metric, --version), passed as
+                    its SOURCE_COMMIT build arg (default: git rev-parse HEAD of this checkout;
+                    none, with a warning, without git or a checkout)
   BUILDER           the buildx builder for pushing: used if it exists (it must have the
                     docker-container driver), created otherwise
   DOCKER            the docker command (default docker)
@@ -76,6 +79,18 @@ for ref in "$image" ${QUICK_EXIT_IMAGE:+"$QUICK_EXIT_IMAGE"}; do
     *:* | *@*) die "$ref: give the repository without a tag (the tag goes in TAG or QUICK_EXIT_TAG)" ;;
   esac
 done
+
+# The build context has no .git, so the project image learns its commit only from this build arg.
+# The checkout's own .git, not a parent directory's (an unpacked archive inside another repository).
+commit=${SOURCE_COMMIT:-}
+if [ -z "$commit" ]; then
+  if ! command -v git >/dev/null 2>&1; then
+    echo "image.sh: git not found: building without SOURCE_COMMIT, the image reports no commit" >&2
+  elif [ ! -e "$repo/.git" ] || ! commit=$(git -C "$repo" rev-parse HEAD 2>/dev/null); then
+    commit=
+    echo "image.sh: $repo is not a git checkout: building without SOURCE_COMMIT, the image reports no commit" >&2
+  fi
+fi
 
 # Prints a command as a shell would read it back; runs it unless this is a dry run.
 run() {
@@ -155,7 +170,7 @@ build() {
 printf '+ cd %q\n' "$repo"
 cd "$repo"
 [ "$load" = 1 ] || choose_builder
-build . "$image:$tag"
+build . "$image:$tag" ${commit:+--build-arg "SOURCE_COMMIT=$commit"}
 if [ -n "${QUICK_EXIT_IMAGE:-}" ]; then
   build images/quick-exit "$QUICK_EXIT_IMAGE:${QUICK_EXIT_TAG:-1}" \
     ${QUICK_EXIT_EXTRA_PATHS:+--build-arg "EXTRA_PATHS=$QUICK_EXIT_EXTRA_PATHS"}

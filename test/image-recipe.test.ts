@@ -4,8 +4,8 @@
 // test/project-image.test.ts runs the image built from the same parts.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from './support/images.ts';
@@ -16,6 +16,9 @@ import {
 
 const IMAGE_SH = join(REPO_ROOT, 'scripts/image.sh');
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+/** The checkout's commit, which image.sh passes to the project image's build. */
+const HEAD = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+const COMMIT = `--build-arg SOURCE_COMMIT=${HEAD}`;
 
 interface Result {
   code: number;
@@ -95,7 +98,7 @@ describe('scripts/image.sh', () => {
     assert.deepEqual(stdout.split('\n').filter(Boolean), [
       `+ cd ${REPO_ROOT.replace(/\/$/, '')}`,
       `+ ${docker} buildx create --name sidecar-terminator --driver docker-container`,
-      `+ ${docker} buildx build --builder sidecar-terminator --platform linux/amd64,linux/arm64 --push -t registry.example.com/x/sidecar-terminator:0.1.0 .`,
+      `+ ${docker} buildx build --builder sidecar-terminator --platform linux/amd64,linux/arm64 --push ${COMMIT} -t registry.example.com/x/sidecar-terminator:0.1.0 .`,
     ]);
     // Only look-ups ran.
     assert.deepEqual(calls, ['buildx version', 'buildx ls']);
@@ -106,13 +109,13 @@ describe('scripts/image.sh', () => {
     assert.equal(code, 0, stderr);
     assert.deepEqual(calls, [
       'buildx version', 'buildx ls',
-      'buildx build --builder mine --platform linux/amd64,linux/arm64 --push -t r.example/st:1.2.3 .',
+      `buildx build --builder mine --platform linux/amd64,linux/arm64 --push ${COMMIT} -t r.example/st:1.2.3 .`,
     ]);
     assert.match(stderr, /pushed r\.example\/st:1\.2\.3 for linux\/amd64,linux\/arm64/);
     const first = await imageSh([], {
       IMAGE: 'r.example/st', TAG: '1', BUILDERS: WITH_CONTAINER_BUILDERS.replace('mine*', 'mine '),
     });
-    assert.equal(first.calls.at(-1), 'buildx build --builder other --platform linux/amd64,linux/arm64 --push -t r.example/st:1 .');
+    assert.equal(first.calls.at(-1), `buildx build --builder other --platform linux/amd64,linux/arm64 --push ${COMMIT} -t r.example/st:1 .`);
   });
 
   it('creates the builder when none has the docker-container driver, then builds; BUILDER names it', async () => {
@@ -120,12 +123,12 @@ describe('scripts/image.sh', () => {
     assert.equal(created.code, 0, created.stderr);
     assert.deepEqual(created.calls.slice(2), [
       'buildx create --name sidecar-terminator --driver docker-container',
-      `buildx build --builder sidecar-terminator --platform linux/amd64,linux/arm64 --push -t r.example/st:${VERSION} .`,
+      `buildx build --builder sidecar-terminator --platform linux/amd64,linux/arm64 --push ${COMMIT} -t r.example/st:${VERSION} .`,
     ]);
     const named = await imageSh([], { IMAGE: 'r.example/st', BUILDER: 'ci', BUILDERS: WITH_CONTAINER_BUILDERS, PLATFORMS: 'linux/arm64' });
     assert.deepEqual(named.calls.slice(2), [
       'buildx create --name ci --driver docker-container',
-      `buildx build --builder ci --platform linux/arm64 --push -t r.example/st:${VERSION} .`,
+      `buildx build --builder ci --platform linux/arm64 --push ${COMMIT} -t r.example/st:${VERSION} .`,
     ]);
     const wrong = await imageSh([], { IMAGE: 'r.example/st', BUILDER: 'default', BUILDERS: ONLY_DEFAULT });
     assert.equal(wrong.code, 1);
@@ -139,7 +142,8 @@ describe('scripts/image.sh', () => {
     });
     assert.equal(code, 0);
     assert.deepEqual(calls.slice(2), [
-      'buildx build --builder mine --platform linux/amd64,linux/arm64 --push -t r.example/st:2 .',
+      `buildx build --builder mine --platform linux/amd64,linux/arm64 --push ${COMMIT} -t r.example/st:2 .`,
+      // Not the commit: the quick-exit image has no SOURCE_COMMIT.
       'buildx build --builder mine --platform linux/amd64,linux/arm64 --push --build-arg EXTRA_PATHS=/opt/a /opt/b -t r.example/quick-exit:1 images/quick-exit',
     ]);
   });
@@ -147,12 +151,52 @@ describe('scripts/image.sh', () => {
   it('--load: one platform into the local Docker, no builder needed, no registry, IMAGE optional', async () => {
     const { code, stdout, calls } = await imageSh(['--load'], { BUILDERS: ONLY_DEFAULT });
     assert.equal(code, 0);
-    assert.deepEqual(calls, ['buildx version', `buildx build --load -t sidecar-terminator.local/sidecar-terminator:${VERSION} .`]);
-    assert.match(stdout, /^\+ \S+ buildx build --load -t sidecar-terminator\.local\/sidecar-terminator:\S+ \.$/m);
+    assert.deepEqual(calls, ['buildx version', `buildx build --load ${COMMIT} -t sidecar-terminator.local/sidecar-terminator:${VERSION} .`]);
+    assert.match(stdout, /^\+ \S+ buildx build --load --build-arg SOURCE_COMMIT=[0-9a-f]{40} -t sidecar-terminator\.local\/sidecar-terminator:\S+ \.$/m);
     const arm = await imageSh(['--load', '--dry-run'], { PLATFORM: 'linux/arm64', IMAGE: 'st', TAG: 't' });
     assert.equal(arm.code, 0);
-    assert.match(arm.stdout, /^\+ \S+ buildx build --platform linux\/arm64 --load -t st:t \.$/m);
+    assert.match(arm.stdout, /^\+ \S+ buildx build --platform linux\/arm64 --load --build-arg SOURCE_COMMIT=[0-9a-f]{40} -t st:t \.$/m);
     assert.deepEqual(arm.calls, ['buildx version']);
+  });
+
+  it('passes the checkout\'s commit as SOURCE_COMMIT (the project image only); SOURCE_COMMIT in the environment wins', async () => {
+    const head = await imageSh([], { IMAGE: 'r.example/st', TAG: '3', BUILDERS: WITH_CONTAINER_BUILDERS });
+    assert.equal(head.code, 0, head.stderr);
+    assert.match(HEAD, /^[0-9a-f]{40}$/);
+    assert.equal(head.calls.at(-1), `buildx build --builder mine --platform linux/amd64,linux/arm64 --push --build-arg SOURCE_COMMIT=${HEAD} -t r.example/st:3 .`);
+    assert.doesNotMatch(head.stderr, /SOURCE_COMMIT/);
+    const given = await imageSh(['--dry-run'], { IMAGE: 'r.example/st', TAG: '3', SOURCE_COMMIT: 'v3 (patched)', BUILDERS: ONLY_DEFAULT });
+    assert.equal(given.code, 0, given.stderr);
+    // Quoted as a shell would read it back.
+    assert.equal(given.stdout.split('\n').filter(Boolean).at(-1),
+      `+ ${docker} buildx build --builder sidecar-terminator --platform linux/amd64,linux/arm64 --push --build-arg 'SOURCE_COMMIT=v3 (patched)' -t r.example/st:3 .`);
+  });
+
+  it('builds without SOURCE_COMMIT outside a git checkout, saying so once', async () => {
+    // A copy of the script in a directory without .git (an unpacked source archive).
+    const plain = join(dir, 'plain');
+    mkdirSync(join(plain, 'scripts'), { recursive: true });
+    copyFileSync(IMAGE_SH, join(plain, 'scripts/image.sh'));
+    copyFileSync(join(REPO_ROOT, 'package.json'), join(plain, 'package.json'));
+    rmSync(log, { force: true });
+    const result = await exec('bash', [join(plain, 'scripts/image.sh')], {
+      DOCKER: docker, DOCKER_LOG: log, IMAGE: 'r.example/st', TAG: '4', QUICK_EXIT_IMAGE: 'r.example/quick-exit',
+      BUILDERS: WITH_CONTAINER_BUILDERS,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(readFileSync(log, 'utf8').split('\n').filter(Boolean).slice(2), [
+      'buildx build --builder mine --platform linux/amd64,linux/arm64 --push -t r.example/st:4 .',
+      'buildx build --builder mine --platform linux/amd64,linux/arm64 --push -t r.example/quick-exit:1 images/quick-exit',
+    ]);
+    const warnings = result.stderr.match(/^image\.sh: .* is not a git checkout: building without SOURCE_COMMIT, the image reports no commit$/gm);
+    assert.equal(warnings?.length, 1, result.stderr);
+    // SOURCE_COMMIT still wins there, without a warning.
+    const given = await exec('bash', [join(plain, 'scripts/image.sh'), '--load', '--dry-run'], {
+      DOCKER: docker, DOCKER_LOG: log, SOURCE_COMMIT: 'abc123',
+    });
+    assert.equal(given.code, 0, given.stderr);
+    assert.match(given.stdout, /^\+ \S+ buildx build --load --build-arg SOURCE_COMMIT=abc123 -t sidecar-terminator\.local\/sidecar-terminator:\S+ \.$/m);
+    assert.doesNotMatch(given.stderr, /SOURCE_COMMIT/);
   });
 
   it('fails clearly without docker, without buildx, without IMAGE, or with a tag in IMAGE', async () => {

@@ -1,9 +1,10 @@
 // The optional Grafana dashboard and PrometheusRule (manifests/optional) ask only for series that
 // exist: the metrics the agent and the controller register (agent/metrics.ts, crr/metrics.ts, with
 // prom-client's process_* and nodejs_* defaults), histograms through their _bucket/_sum/_count
-// series, and an explicit list of kube-state-metrics and Prometheus series. The alerts use no label
-// that only some scrape configs add, each has a runbook page, ratio alerts have a volume guard, and
-// the Helm chart's thresholds replace the kustomize rule's defaults one for one.
+// series, and an explicit list of kube-state-metrics and Prometheus series. The alerts and the
+// dashboard use no label that only some scrape configs add, each alert has a runbook page, ratio
+// alerts have a volume guard, and the Helm chart's thresholds replace the kustomize rule's defaults
+// one for one.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -64,7 +65,7 @@ function unknownSeries(name: string, registered: Map<string, string>): string | 
   return `${name} is not registered by the agent or the controller`;
 }
 
-interface Target { expr: string; refId: string; datasource?: unknown }
+interface Target { expr: string; refId: string; legendFormat?: string; datasource?: unknown }
 interface Panel { id: number; type: string; title: string; targets?: Target[]; panels?: Panel[] }
 interface Dashboard {
   uid: string;
@@ -115,7 +116,7 @@ describe('manifests/optional', () => {
     for (const name of ['sidecar_terminator_agent_stop_seconds_bucket', 'sidecar_terminator_controller_action_latency_seconds_bucket',
       'sidecar_terminator_agent_requests_completed_total', 'sidecar_terminator_controller_retries_total', 'sidecar_terminator_agent_requests_refused_total',
       'up', 'sidecar_terminator_agent_queue_depth', 'sidecar_terminator_agent_runtime_errors_total', 'sidecar_terminator_agent_watch_restarts_total',
-      'sidecar_terminator_controller_is_leader']) {
+      'sidecar_terminator_controller_is_leader', 'sidecar_terminator_agent_build_info', 'sidecar_terminator_controller_build_info']) {
       assert.ok(used.has(name), `the dashboard does not use ${name}`);
     }
     const problems = expressions.flatMap(([where, expr]) => {
@@ -212,9 +213,23 @@ function labelsUsed(expr: string): { selectors: [string, string[]][]; grouping: 
   return { selectors, grouping };
 }
 
+/** Labels `expr` (and `legend`'s {{label}}s) names that its series may lack wherever Prometheus scrapes. */
+function unavailableLabels(expr: string, registries: Registry[], legend = ''): string[] {
+  const { selectors, grouping } = labelsUsed(expr);
+  const available = new Set(metricNames(expr).flatMap((name) => seriesLabels(name, registries)));
+  const problems: string[] = [];
+  for (const [name, labels] of selectors) {
+    const own = new Set(seriesLabels(name, registries));
+    for (const label of labels) if (!own.has(label)) problems.push(`${name}{${label}}`);
+  }
+  for (const label of grouping) if (!available.has(label)) problems.push(`by/on (${label})`);
+  for (const [, label] of legend.matchAll(/\{\{\s*(\w+)\s*\}\}/g)) if (!available.has(label!)) problems.push(`{{${label}}} in the legend`);
+  return problems;
+}
+
 const RUNBOOK_BASE = 'https://github.com/sidecar-terminator/sidecar-terminator/blob/main/docs/runbooks/';
 
-describe('the alerts work wherever Prometheus scrapes', () => {
+describe('the alerts and the dashboard work wherever Prometheus scrapes', () => {
   it('labelsUsed finds matchers and grouping labels', () => {
     assert.deepEqual(labelsUsed('max by (job, instance) (a{state="x", b=~"y|z"}) and on (job) c{d!="{e}"}'), {
       selectors: [['a', ['state', 'b']], ['c', ['d']]],
@@ -226,16 +241,26 @@ describe('the alerts work wherever Prometheus scrapes', () => {
     const registries = [createAgentMetrics(() => 0).registry, createControllerMetrics().registry];
     const problems: string[] = [];
     for (const r of rules) {
-      const { selectors, grouping } = labelsUsed(r.expr);
-      const bare = metricNames(r.expr);
-      const available = new Set(bare.flatMap((name) => seriesLabels(name, registries)));
-      for (const [name, labels] of selectors) {
-        const own = new Set(seriesLabels(name, registries));
-        for (const label of labels) if (!own.has(label)) problems.push(`${r.alert}: ${name}{${label}}`);
-      }
-      for (const label of grouping) if (!available.has(label)) problems.push(`${r.alert}: by/on (${label})`);
+      problems.push(...unavailableLabels(r.expr, registries).map((p) => `${r.alert}: ${p}`));
+      const available = new Set(metricNames(r.expr).flatMap((name) => seriesLabels(name, registries)));
       for (const [, label] of JSON.stringify(r.annotations).matchAll(/\$labels\.(\w+)/g)) {
         if (!available.has(label!)) problems.push(`${r.alert}: $labels.${label} in an annotation`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('nor does the dashboard, in its queries, legends and variables: it works with or without the ServiceMonitor', () => {
+    const registries = [createAgentMetrics(() => 0).registry, createControllerMetrics().registry];
+    const problems: string[] = [];
+    for (const panel of allPanels(dashboard.panels)) {
+      for (const t of panel.targets ?? []) {
+        problems.push(...unavailableLabels(t.expr, registries, t.legendFormat).map((p) => `panel "${panel.title}" ${t.refId}: ${p}`));
+      }
+    }
+    for (const [where, query] of dashboardExpressions().filter(([w]) => w.startsWith('variable '))) {
+      for (const [, metric, label] of query.matchAll(/label_values\(\s*(\w+)\s*,\s*(\w+)\s*\)/g)) {
+        if (!seriesLabels(metric!, registries).includes(label!)) problems.push(`${where}: ${metric} has no label ${label}`);
       }
     }
     assert.deepEqual(problems, []);
