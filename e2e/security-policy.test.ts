@@ -85,6 +85,12 @@ resources:
     assert.deepEqual(binding.subjects.map((s) => `${s.namespace}:${s.name}`), [`${NAMESPACE}:team-sidecar-terminator-agent-x`]);
     const policy = objs.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'team-agent-requests.sidecar-terminator.dev-x') as unknown as { spec: { matchConditions: { expression: string }[] } };
     assert.equal(policy.spec.matchConditions[0]!.expression, `request.userInfo.username == 'system:serviceaccount:${NAMESPACE}:team-sidecar-terminator-agent-x'`);
+    // Each binding names its renamed policy, whatever this release's kubectl kustomize knows (1.31's
+    // left both naming the unprefixed policies: neither policy in force).
+    const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata.name).sort();
+    const bound = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((o) => (o as unknown as { spec: { policyName: string } }).spec.policyName).sort();
+    assert.deepEqual(bound, policies);
+    assert.deepEqual(policies, ['team-agent-requests.sidecar-terminator.dev-x', 'team-containerrecreaterequests.sidecar-terminator.dev-x']);
   });
 });
 
