@@ -11,6 +11,8 @@ import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../api/containe
 
 /** The ValidatingAdmissionPolicy that confines an agent to its node (manifests/policies). */
 export const AGENT_POLICY = 'agent-requests.sidecar-terminator.dev';
+/** The names in the agent's messages are the shipped ones: an overlay or the chart may have renamed them. */
+const INSTALL_NAMES = ' (names as shipped: with the prefix or suffix of your install, if any)';
 /** Checked again at least this often: the policies or the permission may be installed or removed later. */
 export const FAST_PATH_RECHECK_MS = 300_000;
 /** The first re-check while the fast path is off, doubling up to FAST_PATH_RECHECK_MS. */
@@ -55,7 +57,7 @@ export function describeFastPath(state: FastPathState): { level: 'info' | 'warn'
     case 'no-permission':
       return { level: 'info', message: 'fast path off: no permission to create requests (manifests/policies not installed; it needs Kubernetes 1.30+); the controller creates every request' };
     case 'not-confined':
-      return { level: 'error', message: `fast path off: the API server would let this agent create requests for any node (policy ${AGENT_POLICY} not in force); remove the ClusterRoleBinding sidecar-terminator-agent-requests or install manifests/policies` };
+      return { level: 'error', message: `fast path off: the API server would let this agent create requests for any node (policy ${AGENT_POLICY} not in force); remove the ClusterRoleBinding sidecar-terminator-agent-requests or install manifests/policies${INSTALL_NAMES}` };
     case 'no-node-in-token':
       return { level: 'warn', message: 'fast path off: the agent policy denies this node too (the ServiceAccount token carries no node name before Kubernetes 1.30); the controller creates every request' };
     case 'unknown':
@@ -72,7 +74,7 @@ export function describeFastPath(state: FastPathState): { level: 'info' | 'warn'
  */
 export function notConfinedReason(state: FastPathState): string | undefined {
   if (state !== 'not-confined') return undefined;
-  return `not confined to its node: the API server would let this agent create requests for any node (policy ${AGENT_POLICY} does not match its ServiceAccount, or is not installed); it creates none, but remove the ClusterRoleBinding sidecar-terminator-agent-requests or install manifests/policies for this ServiceAccount`;
+  return `not confined to its node: the API server would let this agent create requests for any node (policy ${AGENT_POLICY} does not match its ServiceAccount, or is not installed); it creates none, but remove the ClusterRoleBinding sidecar-terminator-agent-requests or install manifests/policies for this ServiceAccount${INSTALL_NAMES}`;
 }
 
 /** A request the API server validates like a real one; sent with dryRun=All, so never stored. */
