@@ -28,7 +28,7 @@ export class KeyedLimit {
     }
   }
 
-  /** Tasks of `key` running now (for tests and metrics). */
+  /** Tasks of `key` running now (0 once it has none left: its entry is gone). */
   running(key: string): number {
     return this.keys.get(key)?.running ?? 0;
   }

@@ -53,6 +53,7 @@ staging_version="v0.${K8S_VERSION#v1.}"
 # The module proxy refuses a few staging modules at some patch releases (k8s.io/kube-scheduler
 # v0.31.14, k8s.io/endpointslice v0.29.6): such a module is taken at the nearest earlier patch it
 # serves, said on stderr. Within a minor release the staging modules' APIs do not change.
+# Prints the patch release of module $1 to use, from the release's own downwards.
 served_staging() {
   local m=$1 minor=${staging_version%.*} patch=${staging_version##*.}
   while [ "$patch" -ge 0 ]; do
@@ -62,11 +63,8 @@ served_staging() {
   return 1
 }
 grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging' "$modfile" | awk '{print $1}' | while read -r m; do
-  version=$staging_version
-  if ! go mod download "$m@$version" >/dev/null 2>&1; then
-    version=$(served_staging "$m") || { echo "build-k8s: the module proxy serves no $m ${staging_version%.*}.x: $K8S_VERSION cannot be built here" >&2; exit 1; }
-    echo "build-k8s: $m $staging_version is not served; using $version" >&2
-  fi
+  version=$(served_staging "$m") || { echo "build-k8s: the module proxy serves no $m ${staging_version%.*}.x: $K8S_VERSION cannot be built here" >&2; exit 1; }
+  [ "$version" = "$staging_version" ] || echo "build-k8s: $m $staging_version is not served; using $version" >&2
   go mod edit -replace "$m=$m@$version"
 done
 go mod edit -require "k8s.io/kubernetes@$K8S_VERSION"
