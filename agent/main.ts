@@ -18,17 +18,17 @@ import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
-import { ExitHandler } from './exit-handler.ts';
-import { SidecarOwners } from './sidecar-owners.ts';
-import { FAST_PATH_STATES, FastPathCheck } from './fast-path.ts';
+import { ExitHandler } from './fast-path/exits.ts';
+import { SidecarOwners } from './fast-path/sidecar-owners.ts';
+import { FAST_PATH_STATES, FastPathCheck } from './fast-path/confinement.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
-import { leftoverContainers } from './decide.ts';
+import { leftoverContainers } from './request-plan.ts';
 import { Reconciler, podKey } from './reconciler.ts';
-import type { RuntimeDiscovery } from './runtimes.ts';
-import { RuntimeRegistry } from './runtimes.ts';
+import type { RuntimeDiscovery } from './runtime-registry.ts';
+import { RuntimeRegistry } from './runtime-registry.ts';
 
 /** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules (agent/pod.ts says why two). */
 interface CachedPod {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { projectAgentPod } from './pod.ts';
-import { kubeletRestarts } from './decide.ts';
+import { kubeletRestarts } from './request-plan.ts';
 
 describe('projectAgentPod', () => {
   it('keeps a container\'s own restartPolicy and rules, which decide whether kubelet runs it again (R40)', () => {

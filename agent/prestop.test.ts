@@ -1,7 +1,7 @@
 // preStop hooks against real loopback HTTP servers (one that drips header lines forever among them),
 // sleeps and hanging execs: each bounded by the grace period as a total deadline. Exec hooks run
-// through the real runtimes in test/ and e2e/; which hooks run at all is agent/decide.ts's
-// hookRefusal (agent/decide.test.ts).
+// through the real runtimes in test/ and e2e/; which hooks run at all is agent/request-plan.ts's
+// hookRefusal (agent/request-plan.test.ts).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';

@@ -1,7 +1,7 @@
 // Runs a container's preStop hook as kubelet would: exec in the container, an HTTP GET against the
 // Pod (or the hook's host), or a sleep; the whole hook within the grace period, whatever it does
 // meanwhile (a server dripping header lines forever holds nothing). Which hooks are run at all is
-// decided before (agent/decide.ts `hookRefusal`). A failing hook is reported, and the stop goes on.
+// decided before (agent/request-plan.ts `hookRefusal`). A failing hook is reported, and the stop goes on.
 import http from 'node:http';
 import https from 'node:https';
 import type { ContainerPort, Handler } from '../api/pod.ts';
@@ -44,7 +44,7 @@ function run(hook: Handler, target: HookTarget, timeoutMs: number, signal: Abort
   if (hook.exec?.command?.length) return runExec(hook.exec.command, target, timeoutMs);
   if (hook.httpGet) return runHttpGet(hook.httpGet, target, signal);
   if (hook.sleep) return sleep(hook.sleep.seconds * 1000, signal);
-  // agent/decide.ts hands over no other kind.
+  // agent/request-plan.ts hands over no other kind.
   return Promise.resolve(`${describe(hook)} is not run by the agent`);
 }
 

@@ -14,8 +14,8 @@ import { KeyedLimit } from '../common/keyed-limit.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
-import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './decide.ts';
-import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './decide.ts';
+import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
+import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './request-plan.ts';
 import { keptRequest } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
@@ -94,7 +94,7 @@ export class Reconciler {
   private readonly adopted = new Map<string, ContainerRecreateRequest>();
   /**
    * The runtime's answers about the targets of requests this agent is creating, by `<runtime>://<id>`,
-   * given ahead (agent/exit-handler.ts). Each is used once, within PREFETCH_FRESH_MS, by the
+   * given ahead (agent/fast-path/exits.ts). Each is used once, within PREFETCH_FRESH_MS, by the
    * reconcile that first plans a stop of that container.
    */
   private readonly prefetched = new Map<string, { atMs: number; container: RuntimeContainer }>();

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KubeApiError } from '../common/kube/client.ts';
-import { createLogger } from '../common/log.ts';
-import type { DryRunOutcome, FastPathState } from './fast-path.ts';
-import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FAST_PATH_STATES, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, notConfinedReason, otherNodeName } from './fast-path.ts';
+import { KubeApiError } from '../../common/kube/client.ts';
+import { createLogger } from '../../common/log.ts';
+import type { DryRunOutcome, FastPathState } from './confinement.ts';
+import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FAST_PATH_STATES, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, notConfinedReason, otherNodeName } from './confinement.ts';
 
 const apiError = (code: number, message: string) =>
   new KubeApiError(code, 'POST', '/x', JSON.stringify({ kind: 'Status', code, message }));

@@ -1,21 +1,21 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
 // sidecars, created by the agent itself.
-import type { EventRecorder } from '../common/events.ts';
-import type { Logger } from '../common/log.ts';
-import { errorMessage } from '../common/log.ts';
-import { WorkQueue } from '../common/queue.ts';
-import { EVENT_REASONS } from '../api/names.ts';
-import type { PodProjection } from '../rules/projection.ts';
-import type { SidecarTerminatorOptions } from '../rules/requests.ts';
-import type { ExistingRequest } from '../rules/requests.ts';
-import { DEFAULT_OPTIONS, isOwnRequest, projectRequest } from '../rules/requests.ts';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import type { EventRecorder } from '../../common/events.ts';
+import type { Logger } from '../../common/log.ts';
+import { errorMessage } from '../../common/log.ts';
+import { WorkQueue } from '../../common/queue.ts';
+import { EVENT_REASONS } from '../../api/names.ts';
+import type { PodProjection } from '../../rules/projection.ts';
+import type { SidecarTerminatorOptions } from '../../rules/requests.ts';
+import type { ExistingRequest } from '../../rules/requests.ts';
+import { DEFAULT_OPTIONS, isOwnRequest, projectRequest } from '../../rules/requests.ts';
+import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
-import type { AgentMetrics } from './metrics.ts';
-import { parseContainerID } from './runtime/container-id.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
-import type { CreatedOnExit } from './timeline.ts';
+import type { AgentMetrics } from '../metrics.ts';
+import { parseContainerID } from '../runtime/container-id.ts';
+import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import type { CreatedOnExit } from '../timeline.ts';
 
 export interface ExitHandlerDeps {
   nodeName: string;

@@ -3,11 +3,11 @@
 // and one with another. Only when the first is admitted and the second is denied by the agent
 // policy is the agent confined to its own node; anything else leaves creation to the controller,
 // which creates the same request one kubelet report later.
-import type { KubeApi } from '../common/kube/api.ts';
-import type { Logger } from '../common/log.ts';
-import { errorMessage, statusCode } from '../common/log.ts';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../api/container-recreate-request.ts';
+import type { KubeApi } from '../../common/kube/api.ts';
+import type { Logger } from '../../common/log.ts';
+import { errorMessage, statusCode } from '../../common/log.ts';
+import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
+import { API_VERSION, KIND, LABEL_NODE_NAME, requestPath } from '../../api/container-recreate-request.ts';
 
 /** The ValidatingAdmissionPolicy that confines an agent to its node (manifests/policies). */
 export const AGENT_POLICY = 'agent-requests.sidecar-terminator.dev';

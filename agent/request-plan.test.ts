@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import { blockingRequest, capRequeueMs, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './decide.ts';
-import type { RequestInputs, RequestPlan, RuntimeView } from './decide.ts';
+import { blockingRequest, capRequeueMs, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
+import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
 import { MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';

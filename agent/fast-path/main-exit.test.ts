@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, it } from 'node:test';
-import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../rules/fixtures.ts';
-import { projectPod } from '../rules/projection.ts';
-import { DEFAULT_OPTIONS, requestName } from '../rules/requests.ts';
-import type { ExistingRequest } from '../rules/requests.ts';
+import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../../rules/fixtures.ts';
+import { projectPod } from '../../rules/projection.ts';
+import { DEFAULT_OPTIONS, requestName } from '../../rules/requests.ts';
+import type { ExistingRequest } from '../../rules/requests.ts';
 import { reportedContainers, requestOnMainExit, runtimeView } from './main-exit.ts';
-import type { PodContainer } from './runtime/types.ts';
+import type { PodContainer } from '../runtime/types.ts';
 
 const run = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'running' });
 const exit = (name: string, exitCode: number | undefined, attempt = 0): PodContainer => ({

@@ -2,12 +2,12 @@
 // Pod runs. A container ID's labels never change, so when the mains exit, the stop is checked
 // against them without a runtime call, which containerd, busy with the exits, answers slowly
 // (measured: up to 68 ms with ten Pods finishing together).
-import type { Logger } from '../common/log.ts';
-import { errorMessage } from '../common/log.ts';
-import { classify } from '../rules/classify.ts';
-import type { PodProjection } from '../rules/projection.ts';
-import { parseContainerID } from './runtime/container-id.ts';
-import type { ContainerOwner, ContainerRuntime } from './runtime/types.ts';
+import type { Logger } from '../../common/log.ts';
+import { errorMessage } from '../../common/log.ts';
+import { classify } from '../../rules/classify.ts';
+import type { PodProjection } from '../../rules/projection.ts';
+import { parseContainerID } from '../runtime/container-id.ts';
+import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
 
 export class SidecarOwners {
   /** By `<runtime>://<id>`. */

@@ -4,22 +4,22 @@
 // the handler's queue.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventRecorder } from '../common/events.ts';
-import { createIfAbsent } from '../common/kube/errors.ts';
-import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
-import { resourcePath } from '../common/kube/paths.ts';
-import { createLogger } from '../common/log.ts';
-import { EVENT_REASONS } from '../api/names.ts';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
-import { main, makePod, NODE, sidecar, UID } from '../rules/fixtures.ts';
-import { projectPod } from '../rules/projection.ts';
-import type { PodProjection } from '../rules/projection.ts';
-import { requestName } from '../rules/requests.ts';
-import { ExitHandler } from './exit-handler.ts';
-import { createAgentMetrics } from './metrics.ts';
-import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from './runtime/types.ts';
-import type { CreatedOnExit } from './timeline.ts';
+import { EventRecorder } from '../../common/events.ts';
+import { createIfAbsent } from '../../common/kube/errors.ts';
+import { FakeKubeApi, networkError } from '../../common/kube/fake-api.ts';
+import { resourcePath } from '../../common/kube/paths.ts';
+import { createLogger } from '../../common/log.ts';
+import { EVENT_REASONS } from '../../api/names.ts';
+import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
+import { LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../../api/container-recreate-request.ts';
+import { main, makePod, NODE, sidecar, UID } from '../../rules/fixtures.ts';
+import { projectPod } from '../../rules/projection.ts';
+import type { PodProjection } from '../../rules/projection.ts';
+import { requestName } from '../../rules/requests.ts';
+import { ExitHandler } from './exits.ts';
+import { createAgentMetrics } from '../metrics.ts';
+import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from '../runtime/types.ts';
+import type { CreatedOnExit } from '../timeline.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));

@@ -1,10 +1,10 @@
-// The sidecars' kubelet labels read ahead (agent/sidecar-owners.ts), against a fake runtime.
+// The sidecars' kubelet labels read ahead (agent/fast-path/sidecar-owners.ts), against a fake runtime.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger } from '../common/log.ts';
-import { main, makePod, sidecar, UID } from '../rules/fixtures.ts';
-import { projectPod } from '../rules/projection.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
+import { createLogger } from '../../common/log.ts';
+import { main, makePod, sidecar, UID } from '../../rules/fixtures.ts';
+import { projectPod } from '../../rules/projection.ts';
+import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
 import { SidecarOwners } from './sidecar-owners.ts';
 
 const KEY = 'ns/job-pod';

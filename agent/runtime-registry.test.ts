@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../common/log.ts';
 import { Runtimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
-import { RuntimeRegistry } from './runtimes.ts';
+import { RuntimeRegistry } from './runtime-registry.ts';
 
 /** A runtime whose socket answers while `up.value` is true. */
 function fakeRuntime(up: { value: boolean }): ContainerRuntime {

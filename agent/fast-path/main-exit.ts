@@ -4,14 +4,14 @@
 // before kubelet has relisted, updated the Pod status, and the controller has seen it. Everything
 // else (retries, phase patches, image swaps, warnings) stays with the controller, which also creates
 // the same request (same name) itself should the agent miss the exit.
-import { classify } from '../rules/classify.ts';
-import { decide } from '../rules/decide.ts';
-import { exitSettlesRestart } from '../rules/main-done.ts';
-import type { CreateRequest } from '../rules/decision.ts';
-import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../rules/projection.ts';
-import type { ExistingRequest, SidecarTerminatorOptions } from '../rules/requests.ts';
-import { isOwnRequest } from '../rules/requests.ts';
-import type { PodContainer } from './runtime/types.ts';
+import { classify } from '../../rules/classify.ts';
+import { decide } from '../../rules/decide.ts';
+import { exitSettlesRestart } from '../../rules/main-done.ts';
+import type { CreateRequest } from '../../rules/decision.ts';
+import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../../rules/projection.ts';
+import type { ExistingRequest, SidecarTerminatorOptions } from '../../rules/requests.ts';
+import { isOwnRequest } from '../../rules/requests.ts';
+import type { PodContainer } from '../runtime/types.ts';
 
 /** The Pod as the runtime sees it, and the mains whose exit only kubelet's report can settle. */
 export interface RuntimeView {
