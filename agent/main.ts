@@ -6,10 +6,10 @@ import { EventRecorder } from '../common/events.ts';
 import { UrgentWrites } from '../common/urgent-writes.ts';
 import { startHealthServer } from '../common/http.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
+import { namespacedKey, splitKey } from '../common/informer.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
-import { createIfAbsent } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
@@ -18,26 +18,24 @@ import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
-import { ExitHandler } from './fast-path/exits.ts';
-import { SidecarOwners } from './fast-path/sidecar-owners.ts';
-import { FAST_PATH_STATES, FastPathCheck } from './fast-path/confinement.ts';
+import { FastPath } from './fast-path/fast-path.ts';
 import type { AgentConfig } from './config.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { leftoverContainers } from './request-plan.ts';
-import { Reconciler, podKey } from './reconciler.ts';
+import { Reconciler } from './reconciler.ts';
 import type { RuntimeDiscovery } from './runtime-registry.ts';
 import { RuntimeRegistry } from './runtime-registry.ts';
 
 /** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules (agent/pod.ts says why two). */
-interface CachedPod {
+interface NodePod {
   pod: AgentPod;
   /** Only for Pods the sidecar rules may concern. */
   termination?: PodProjection;
 }
 
-function projectCachedPod(pod: V1Pod): CachedPod {
+function projectNodePod(pod: V1Pod): NodePod {
   const termination = projectPod(pod);
   return { pod: projectAgentPod(pod), ...(mayNeedSidecarTermination(termination) ? { termination } : {}) };
 }
@@ -60,16 +58,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
   });
   // Exits matter only to the fast path: without it the controller creates every request.
-  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => {
-    if (fastPath.enabled()) exits.containerExited(runtime, id, exitCode, exitedAtMs);
-  });
-  const fastPath = new FastPathCheck({
-    client,
-    nodeName: config.nodeName,
-    namespace: config.namespace,
-    log,
-    onState: (state) => { for (const s of FAST_PATH_STATES) metrics.fastPath.set({ state: s }, s === state ? 1 : 0); },
-  });
+  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => fastPath.containerExited(runtime, id, exitCode, exitedAtMs));
 
   // Callbacks below run only after start(), when the queue exists.
   const enqueue = (key: string) => queue.add(key);
@@ -84,7 +73,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     onChange: (_key, r) => {
       if (!r?.spec?.podName) return;
       reconciler.noticed(r);
-      enqueue(podKey(r.metadata.namespace!, r.spec.podName));
+      enqueue(namespacedKey(r.metadata.namespace!, r.spec.podName));
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,
@@ -92,18 +81,17 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   const hasRequests = (namespace: string, name: string) => requests.list(namespace).some((r) => r.spec?.podName === name);
   const podSelector = `spec.nodeName=${config.nodeName}`;
   // Only compact projections of each Pod on this node are kept.
-  const pods = new ProjectingInformer<V1Pod, CachedPod>({
+  const pods = new ProjectingInformer<V1Pod, NodePod>({
     client,
     path: podPath(),
     fieldSelector: podSelector,
-    project: projectCachedPod,
+    project: projectNodePod,
     // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
     indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
     onChange: (key, cached) => {
-      const [namespace, name] = key.split('/') as [string, string];
-      if (!cached) exits.forgetPod(namespace, name);
-      else exits.podChanged(namespace, name);
-      if (fastPath.enabled() || !cached) owners.podChanged(key, cached?.termination);
+      const [namespace, name] = splitKey(key);
+      if (cached) fastPath.podChanged(namespace, name, cached.termination);
+      else fastPath.podGone(namespace, name);
       if (hasRequests(namespace, name) || (cached && leftoverContainers(cached.pod).length > 0)) enqueue(key);
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
@@ -112,37 +100,30 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
 
   const creates = new UrgentWrites();
   const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName, creates);
-  const owners = new SidecarOwners((prefix) => runtimes.runtimeFor(prefix), log);
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
     client,
-    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.pod,
+    cachedPod: (namespace, name) => pods.get(namespacedKey(namespace, name))?.pod,
     cachedRequests: (namespace) => requests.list(namespace),
-    runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
+    forContainer: (containerID) => runtimes.forContainer(containerID),
     events,
     metrics,
     log,
     requeue: enqueue,
     httpHooks: config.prestopHttpHooks,
   });
-  const exits = new ExitHandler({
+  const fastPath = new FastPath({
+    client,
+    creates,
     nodeName: config.nodeName,
-    cachedPod: (namespace, name) => pods.get(`${namespace}/${name}`)?.termination,
-    cachedPodOfContainer: (containerID) => pods.byIndex(containerID)[0]?.termination,
-    activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
-    runtimeFor: (prefix) => runtimes.runtimeFor(prefix),
-    createRequest: (body) => creates.run(() => createIfAbsent(client, requestPath(body.metadata.namespace), body)),
-    // By a list with the name as field selector: the agent may list requests, not get one.
-    readRequest: async (namespace, name) => {
-      const list = await client.get<{ items: ContainerRecreateRequest[] }>(requestPath(namespace), { fieldSelector: `metadata.name=${name}`, limit: 1 });
-      return list.items.find((r) => r.metadata.name === name);
+    namespace: config.namespace,
+    cache: {
+      pod: (namespace, name) => pods.get(namespacedKey(namespace, name))?.termination,
+      podOfContainer: (containerID) => pods.byIndex(containerID)[0]?.termination,
+      activeRequests: (namespace, podUid) => requests.byIndex(podUid).filter((r) => r.metadata.namespace === namespace),
     },
-    ownerOf: (containerID) => owners.ownerOf(containerID),
-    runtimeAnswer: (containerID, container) => reconciler.runtimeAnswer(containerID, container),
-    created: (request, timing) => {
-      reconciler.adopt(request, timing);
-      enqueue(podKey(request.metadata.namespace!, request.spec.podName));
-    },
+    runtimes,
+    handOff: (handoff) => reconciler.adopt(handoff),
     events,
     metrics,
     log,
@@ -157,7 +138,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
 
   const resyncAll = () => {
     const active = requests.list();
-    for (const r of active) if (r.spec?.podName) enqueue(podKey(r.metadata.namespace!, r.spec.podName));
+    for (const r of active) if (r.spec?.podName) enqueue(namespacedKey(r.metadata.namespace!, r.spec.podName));
     reconciler.forgetAllBut(new Set(active.map((r) => r.metadata.uid!)));
   };
   const resync = setInterval(resyncAll, config.resyncSeconds * 1000);
@@ -188,7 +169,6 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
       clearInterval(resync);
       fastPath.stop();
       queue.stop();
-      exits.stop();
       const inFlight = reconciler.stopsInFlight();
       if (inFlight > 0) log.info('stopping: waiting for the container stops under way', { stops: inFlight, maxMs: STOP_DRAIN_MS });
       const drained = await reconciler.drain(STOP_DRAIN_MS);

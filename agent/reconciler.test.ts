@@ -20,6 +20,10 @@ import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
+import type { ContainerID } from './runtime/container-id.ts';
+import { DiscoveredRuntimes } from './runtime/discover.ts';
+import type { RuntimeAnswer } from './fast-path/handoff.ts';
+import type { CreatedOnExit } from './timeline.ts';
 
 const KEY = 'ns/job-pod';
 const OWN: ContainerOwner = { podUid: 'uid-1', podNamespace: 'ns', podName: 'job-pod', container: 'proxy' };
@@ -160,7 +164,7 @@ function harness(options: HarnessOptions = {}): Harness {
     client,
     cachedPod: () => pod ?? undefined,
     cachedRequests: (namespace) => cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)),
-    runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
+    forContainer: (containerID) => new DiscoveredRuntimes([runtime]).forContainer(containerID),
     events: recorder,
     metrics,
     log,
@@ -181,6 +185,14 @@ function harness(options: HarnessOptions = {}): Harness {
 
 const quiet = { info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
 const reasons = async (h: Harness) => (await h.events()).map((e) => e.reason);
+
+
+const NO_TIMING: CreatedOnExit = { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 };
+
+/** The fast path's hand-off of a request it created, with the runtime's answers (arrived at `atMs`, default now). */
+function handoff(request: ContainerRecreateRequest, timing: CreatedOnExit, answers: [string, RuntimeContainer][] = [], atMs = Date.now()) {
+  return { request, timing, answers: new Map(answers.map(([id, container]) => [id as ContainerID, Promise.resolve({ container, atMs })])) };
+}
 
 describe('Reconciler', () => {
   it('records isKilled, checks the labels again, runs the Pod spec\'s hook, then stops: in that order', async () => {
@@ -543,7 +555,7 @@ describe('Reconciler: a stop without a hook', () => {
     const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
     h.cache.stale = [];
     const now = Date.now();
-    h.reconciler.adopt(created, { mainExitedAtMs: now - 20, exitEventAtMs: now - 18, createdAtMs: now, apiCreateMs: 15 });
+    h.reconciler.adopt(handoff(created, { mainExitedAtMs: now - 20, exitEventAtMs: now - 18, createdAtMs: now, apiCreateMs: 15 }));
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
     assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
@@ -560,14 +572,11 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(h.counts.get('steps observed'), 3, 'acting, stop_sent, container_exited (no hook)');
   });
 
-  it('with the runtime\'s answer given ahead: not asked again before the stop, whether the create or the watch brings the request', async () => {
+  it('with the runtime\'s answer handed over: not asked again before the stop, whether the create or the watch brings the request first', async () => {
     for (const firstBy of ['create', 'watch']) {
       const h = harness({ pod: hookless() });
-      if (firstBy === 'create') {
-        h.cache.stale = [];
-        h.reconciler.adopt(h.api.object<ContainerRecreateRequest>(REQUEST)!, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 });
-      }
-      h.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1'));
+      if (firstBy === 'create') h.cache.stale = [];
+      h.reconciler.adopt(handoff(h.api.object<ContainerRecreateRequest>(REQUEST)!, NO_TIMING, [['containerd://proxy-1', running('proxy-1')]]));
       await h.reconciler.reconcile(KEY);
       while (h.reconciler.stopsInFlight() > 0) await new Promise((r) => setTimeout(r, 1));
       assert.deepEqual(h.calls, ['stop proxy-1', 'patch Recreating isKilled'], firstBy);
@@ -578,25 +587,39 @@ describe('Reconciler: a stop without a hook', () => {
     }
   });
 
+  it('an answer still on its way when the reconcile plans is waited for, not asked again', async () => {
+    const h = harness({ pod: hookless() });
+    let arrive: (answer: RuntimeAnswer) => void = () => {};
+    const coming = new Promise<RuntimeAnswer>((resolve) => { arrive = resolve; });
+    h.reconciler.adopt({ request: h.api.object<ContainerRecreateRequest>(REQUEST)!, answers: new Map([['containerd://proxy-1' as ContainerID, coming]]), timing: NO_TIMING });
+    const reconciled = h.reconciler.reconcile(KEY);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(h.calls, []);
+    arrive({ container: running('proxy-1'), atMs: Date.now() });
+    await reconciled;
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['stop proxy-1', 'patch Recreating isKilled']);
+  });
+
   it('an answer about another container ID, or labels naming another Pod, is not taken for the target\'s', async () => {
     const other = harness({ pod: hookless() });
-    other.reconciler.runtimeAnswer('containerd://proxy-0', running('proxy-0'));
+    other.reconciler.adopt(handoff(other.api.object<ContainerRecreateRequest>(REQUEST)!, NO_TIMING, [['containerd://proxy-0', running('proxy-0')]]));
     await other.reconciler.reconcile(KEY);
     await other.reconciler.drain(5_000);
     assert.deepEqual(other.calls, ['status proxy-1', 'stop proxy-1', 'patch Recreating isKilled']);
 
     const forged = harness({ pod: hookless() });
-    forged.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1', { ...OWN, podName: 'victim' }));
+    forged.reconciler.adopt(handoff(forged.api.object<ContainerRecreateRequest>(REQUEST)!, NO_TIMING, [['containerd://proxy-1', running('proxy-1', { ...OWN, podName: 'victim' })]]));
     await forged.reconciler.reconcile(KEY);
     await forged.reconciler.drain(5_000);
     assert.deepEqual(forged.calls, ['patch Completed']);
     assert.equal(forged.counts.get('refused{"reason":"runtime-owner-mismatch"}'), 1);
   });
 
-  it('an answer older than a second is not used', async () => {
+  it('an answer that arrived more than a second before the reconcile is not used', async () => {
     let now = 1_000_000;
     const h = harness({ pod: hookless(), now: () => now });
-    h.reconciler.runtimeAnswer('containerd://proxy-1', running('proxy-1'));
+    h.reconciler.adopt(handoff(h.api.object<ContainerRecreateRequest>(REQUEST)!, NO_TIMING, [['containerd://proxy-1', running('proxy-1')]], now));
     now += 1_001;
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
@@ -607,7 +630,7 @@ describe('Reconciler: a stop without a hook', () => {
     const h = harness({ pod: hookless() });
     const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
     h.cache.stale = [];
-    h.reconciler.adopt({ ...created, spec: { ...created.spec, podName: 'other-pod' } }, { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 });
+    h.reconciler.adopt(handoff({ ...created, spec: { ...created.spec, podName: 'other-pod' } }, NO_TIMING));
     await h.reconciler.reconcile(KEY);
     assert.deepEqual(h.calls, []);
   });
@@ -648,7 +671,7 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run', 
     h.api.set(REQUEST, { ...first, status: { ...first.status, phase: 'Completed', message: 'activeDeadlineSeconds passed' } });
     const second = request();
     h.api.set(requestPath('ns', 'r2'), { ...second, metadata: { ...second.metadata, name: 'r2', uid: 'req-2', creationTimestamp: new Date(Date.now() + 1000).toISOString() } });
-    const next = new Reconciler({ ...h.reconcilerDeps, runtimeFor: h.reconcilerDeps.runtimeFor });
+    const next = new Reconciler({ ...h.reconcilerDeps });
     h.calls.length = 0;
     const stops = h.stopTimeouts.length;
     await next.reconcile(KEY);

@@ -7,9 +7,10 @@ import { getObject } from '../common/kube/client.ts';
 import { isValidName, podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
-import { LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
+import { completedStatus, LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
 import { FirstTimes } from '../common/first-times.ts';
+import { namespacedKey, splitKey } from '../common/informer.ts';
 import { KeyedLimit } from '../common/keyed-limit.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
@@ -19,12 +20,12 @@ import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefus
 import { keptRequest } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
-import { parseContainerID } from './runtime/container-id.ts';
 import { runPreStop } from './prestop.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
-import type { CreatedOnExit, StopTimeline } from './timeline.ts';
-import { stopTimeline } from './timeline.ts';
+import type { ContainerRuntimeOf } from './runtime/discover.ts';
+import type { RuntimeContainer } from './runtime/types.ts';
+import type { Handoff, RuntimeAnswer } from './fast-path/handoff.ts';
+import { observeStopSteps, RequestTimings, stopTimeline } from './timeline.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
@@ -34,8 +35,8 @@ export interface ReconcilerDeps {
   cachedPod: (namespace: string, name: string) => AgentPod | undefined;
   /** Active requests for this node in a namespace, from the watch cache. */
   cachedRequests: (namespace: string) => ContainerRecreateRequest[];
-  /** The runtime serving a container ID prefix ("containerd", "cri-o", "docker"). */
-  runtimeFor: (prefix: string) => ContainerRuntime | undefined;
+  /** The runtime serving a Pod status container ID (`<runtime>://<id>`), and the ID's parts. */
+  forContainer: (containerID: string) => ContainerRuntimeOf;
   events: EventRecorder;
   metrics: AgentMetrics;
   log: Logger;
@@ -48,8 +49,9 @@ export interface ReconcilerDeps {
 
 const MIN_STOP_SECONDS = 2;
 /**
- * How old a runtime answer given ahead may be and still be used: a container's labels never change;
- * its state may, and an exited container's stop does nothing. Older, the runtime is asked again.
+ * How old a runtime answer given ahead may be and still be used, from when it arrived: a container's
+ * labels never change; its state may, and an exited container's stop does nothing. Older, the
+ * runtime is asked again.
  */
 const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
@@ -63,10 +65,6 @@ const CONFLICT_RETRIES = 5;
 export const STOPS_PER_POD = 8;
 /** How many Pods' refusals are remembered (as the controller's): beyond, a Pod may be told again. */
 const MAX_REFUSAL_PODS = 10_000;
-
-export function podKey(namespace: string, podName: string): string {
-  return `${namespace}/${podName}`;
-}
 
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
@@ -93,13 +91,13 @@ export class Reconciler {
    */
   private readonly adopted = new Map<string, ContainerRecreateRequest>();
   /**
-   * The runtime's answers about the targets of requests this agent is creating, by `<runtime>://<id>`,
-   * given ahead (agent/fast-path/exits.ts). Each is used once, within PREFETCH_FRESH_MS, by the
-   * reconcile that first plans a stop of that container.
+   * The runtime's answers about the targets of requests the fast path created, by `<runtime>://<id>`,
+   * and when they were handed over. Each is used once, within PREFETCH_FRESH_MS of its arrival, by
+   * the reconcile that first plans a stop of that container.
    */
-  private readonly prefetched = new Map<string, { atMs: number; container: RuntimeContainer }>();
-  /** When each request became known to this agent, by uid: only for the step histograms and logs. */
-  private readonly known = new Map<string, { atMs: number; createdOnExit?: CreatedOnExit }>();
+  private readonly prefetched = new Map<string, { handedAtMs: number; answer: Promise<RuntimeAnswer | undefined> }>();
+  /** When each request became known to this agent (the step histograms and logs). */
+  private readonly timings = new RequestTimings();
   /** Pods (by uid) told of a refused request: one RequestRefused Warning each, for MAX_REFUSAL_PODS Pods. */
   private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
   /** StopContainer calls under way, by Pod uid (STOPS_PER_POD). */
@@ -112,29 +110,28 @@ export class Reconciler {
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const map of [this.known, this.written, this.adopted]) {
+    for (const map of [this.written, this.adopted]) {
       for (const uid of map.keys()) if (!activeUids.has(uid)) map.delete(uid);
     }
-    for (const [id, { atMs }] of this.prefetched) if (this.now() - atMs > PREFETCH_FRESH_MS) this.prefetched.delete(id);
+    this.timings.forgetAllBut(activeUids);
+    for (const [id, { handedAtMs }] of this.prefetched) if (this.now() - handedAtMs > PREFETCH_FRESH_MS) this.prefetched.delete(id);
   }
 
   /** A request's watch event arrived (for the timings only). */
   noticed(request: ContainerRecreateRequest): void {
     const uid = request.metadata.uid;
-    if (uid && !this.known.has(uid)) this.known.set(uid, { atMs: this.now() });
+    if (uid) this.timings.seen(uid, this.now());
   }
 
-  /** What the runtime says of a container (`<runtime>://<id>`) a request about to be created targets. */
-  runtimeAnswer(containerID: string, container: RuntimeContainer): void {
-    this.prefetched.set(containerID, { atMs: this.now(), container });
-  }
-
-  /** A request this agent has just created (as the create returned it): the caller queues its Pod. */
-  adopt(request: ContainerRecreateRequest, createdOnExit: CreatedOnExit): void {
+  /** The fast path's hand-off: a request it has just created, acted on at once (its Pod is queued). */
+  adopt({ request, answers, timing }: Handoff): void {
     const uid = request.metadata.uid;
     if (!uid) return;
     this.adopted.set(uid, request);
-    this.known.set(uid, { atMs: createdOnExit.createdAtMs, createdOnExit });
+    this.timings.createdOnExit(uid, timing);
+    const handedAtMs = this.now();
+    for (const [containerID, answer] of answers) this.prefetched.set(containerID, { handedAtMs, answer });
+    this.deps.requeue(namespacedKey(request.metadata.namespace!, request.spec.podName));
   }
 
   /** Stops under way in this process. */
@@ -187,11 +184,11 @@ export class Reconciler {
     const cached = this.deps.cachedPod(namespace, podName);
     if (cached) await this.stopLeftovers(cached, key);
     if (requests.length === 0) return;
-    for (const r of requests) if (r.metadata.uid && !this.known.has(r.metadata.uid)) this.known.set(r.metadata.uid, { atMs: actingAtMs });
+    for (const r of requests) if (r.metadata.uid) this.timings.seen(r.metadata.uid, actingAtMs);
 
     const pod = await this.loadPod(namespace, podName, requests[0]!, requests);
     if (!pod) {
-      for (const r of requests) await this.writeStatus(r, completedStatus(r, `Pod ${namespace}/${podName} not found`, this.now()), 'refused');
+      for (const r of requests) await this.writeStatus(r, { ...r.status, ...completedStatus(this.now(), { message: `Pod ${key} not found` }) }, 'refused');
       return;
     }
 
@@ -224,7 +221,7 @@ export class Reconciler {
       const again = plan.stops.filter((s) => s.preStop && preStopsStarted.has(s.containerID));
       if (again.length > 0) {
         this.deps.log.info('preStop hook already started by another request: not run again', {
-          request: `${request.metadata.namespace}/${request.metadata.name}`, containers: again.map((s) => s.containerID),
+          request: namespacedKey(request.metadata.namespace!, request.metadata.name!), containers: again.map((s) => s.containerID),
         });
         plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now() });
       }
@@ -273,10 +270,10 @@ export class Reconciler {
 
   /** A stop with nothing to record: the Pod status shows its outcome, and a repeat after a restart is harmless. */
   private startLeftoverStop(pod: AgentPod, order: StopOrder, key: string): void {
-    const parsed = parseContainerID(order.containerID);
-    const runtime = parsed && this.deps.runtimeFor(parsed.runtime);
-    if (!parsed || !runtime || this.stops.has(order.containerID) || this.closing) return;
-    const where = { pod: `${pod.namespace}/${pod.name}`, container: order.name, containerID: order.containerID };
+    const target = this.deps.forContainer(order.containerID);
+    if (!('runtime' in target) || this.stops.has(order.containerID) || this.closing) return;
+    const { runtime, container: { id } } = target;
+    const where = { pod: namespacedKey(pod.namespace, pod.name), container: order.name, containerID: order.containerID };
     const done = (async () => {
       this.deps.events.emit(podRef(pod), {
         type: 'Normal', reason: EVENT_REASONS.killing,
@@ -284,7 +281,7 @@ export class Reconciler {
       });
       const started = this.now();
       try {
-        await this.podStops.run(pod.uid, () => runtime.stop(parsed.id, order.graceSeconds, order.stopSignal));
+        await this.podStops.run(pod.uid, () => runtime.stop(id, order.graceSeconds, order.stopSignal));
         this.deps.metrics.containerStops.inc({ result: 'stopped' });
         this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.now() - started });
       } catch (err) {
@@ -325,7 +322,7 @@ export class Reconciler {
   private reportRefusal(crr: ContainerRecreateRequest, pod: AgentPod, refusal: Refusal): void {
     this.deps.metrics.requestsRefused.inc({ reason: refusal.reason });
     this.deps.log.warn('request refused', {
-      request: `${crr.metadata.namespace}/${crr.metadata.name}`, pod: `${pod.namespace}/${pod.name}`, reason: refusal.reason, message: refusal.message,
+      request: namespacedKey(crr.metadata.namespace!, crr.metadata.name!), pod: namespacedKey(pod.namespace, pod.name), reason: refusal.reason, message: refusal.message,
     });
   }
 
@@ -359,29 +356,29 @@ export class Reconciler {
         views.set(c.name, { containerID, error: 'stop in progress' });
         return;
       }
-      const known = this.takePrefetched(containerID);
-      views.set(c.name, { containerID, ...(known ? { container: known } : await this.inspect(containerID)) });
+      const given = await this.takePrefetched(containerID);
+      views.set(c.name, { containerID, ...(given ? { container: given } : await this.inspect(containerID)) });
     }));
     return views;
   }
 
-  private takePrefetched(containerID: string): RuntimeContainer | undefined {
+  /** The answer handed over for the container (awaited if still coming), when fresh enough to use. */
+  private async takePrefetched(containerID: string): Promise<RuntimeContainer | undefined> {
     const entry = this.prefetched.get(containerID);
     if (!entry) return undefined;
     this.prefetched.delete(containerID);
-    return this.now() - entry.atMs <= PREFETCH_FRESH_MS ? entry.container : undefined;
+    const answer = await entry.answer;
+    return answer && this.now() - answer.atMs <= PREFETCH_FRESH_MS ? answer.container : undefined;
   }
 
-  private async inspect(fullID: string): Promise<RuntimeView> {
-    const parsed = parseContainerID(fullID);
-    if (!parsed) return { error: `malformed container ID ${fullID}` };
-    const runtime = this.deps.runtimeFor(parsed.runtime);
-    if (!runtime) return { error: `no ${parsed.runtime} runtime on node ${this.deps.nodeName}` };
+  private async inspect(containerID: string): Promise<RuntimeView> {
+    const target = this.deps.forContainer(containerID);
+    if (!('runtime' in target)) return { error: target.error };
     try {
-      return { container: await runtime.status(parsed.id) };
+      return { container: await target.runtime.status(target.container.id) };
     } catch (err) {
       this.deps.metrics.runtimeErrors.inc({ method: 'status' });
-      return { error: `${parsed.runtime} status: ${errorMessage(err)}` };
+      return { error: `${target.container.runtime} status: ${errorMessage(err)}` };
     }
   }
 
@@ -407,8 +404,8 @@ export class Reconciler {
     if (crr.metadata.uid) this.written.set(crr.metadata.uid, { replaced: resourceVersion, request: keptRequest(updated) });
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {
       this.deps.metrics.requestsCompleted.inc({ outcome });
-      this.deps.log.info('request completed', { request: `${namespace}/${name}`, outcome, message: status.message });
-      if (crr.metadata.uid) this.known.delete(crr.metadata.uid);
+      this.deps.log.info('request completed', { request: namespacedKey(namespace!, name!), outcome, message: status.message });
+      if (crr.metadata.uid) this.timings.forget(crr.metadata.uid);
     }
     return updated;
   }
@@ -433,11 +430,10 @@ export class Reconciler {
    */
   private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, timing: StopTiming, checked?: RuntimeContainer): Promise<void> {
     const ref = podRef(pod);
-    const parsed = parseContainerID(order.containerID);
-    if (!parsed) return this.markFailed(crr, order.name, `malformed container ID ${order.containerID}; nothing was executed`);
-    const runtime = this.deps.runtimeFor(parsed.runtime);
+    const target = this.deps.forContainer(order.containerID);
+    if (!('runtime' in target)) return this.markFailed(crr, order.name, `${target.error}; nothing was executed`);
+    const { runtime, container: parsed } = target;
     const started = this.now();
-    if (!runtime) return this.markFailed(crr, order.name, `no ${parsed.runtime} runtime on node ${this.deps.nodeName}`);
 
     let current = checked?.id === parsed.id ? checked : undefined;
     if (!current) {
@@ -452,7 +448,7 @@ export class Reconciler {
     }
     if (!current || current.id !== parsed.id || current.state === 'exited') {
       // Gone or exited meanwhile: nothing to stop; the next plan records what happened.
-      this.deps.log.info('container no longer running, not stopped', { pod: `${pod.namespace}/${pod.name}`, container: order.name, containerID: order.containerID });
+      this.deps.log.info('container no longer running, not stopped', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, containerID: order.containerID });
       return;
     }
     const refusal = ownerRefusal(pod, order.name, order.containerID, current);
@@ -461,7 +457,7 @@ export class Reconciler {
     if (order.resumed) {
       // An earlier agent recorded isKilled, sent its Killing event and ran the hook (or began to).
       this.deps.metrics.stopsResumed.inc();
-      this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name });
+      this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name });
     } else {
       this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
       if (order.preStopNotRun) {
@@ -486,12 +482,12 @@ export class Reconciler {
       });
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.now();
-      const known = crr.metadata.uid ? this.known.get(crr.metadata.uid) : undefined;
+      const known = crr.metadata.uid ? this.timings.of(crr.metadata.uid) : undefined;
       const timeline = known && stopTimeline({ knownAtMs: known.atMs, createdOnExit: known.createdOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs });
       if (known) this.deps.metrics.stopSeconds.observe((exitedAtMs - known.atMs) / 1000);
-      if (timeline) this.observeSteps(timeline);
+      if (timeline) observeStopSteps(this.deps.metrics, timeline);
       this.deps.log.info('container stopped', {
-        pod: `${pod.namespace}/${pod.name}`, container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
+        pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
       });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });
@@ -500,18 +496,9 @@ export class Reconciler {
     }
   }
 
-  private observeSteps(t: StopTimeline): void {
-    const { stopSteps, exitToStopSent } = this.deps.metrics;
-    stopSteps.observe({ step: 'acting' }, t.acting / 1000);
-    if (t.prestopDone !== undefined) stopSteps.observe({ step: 'prestop_done' }, t.prestopDone / 1000);
-    stopSteps.observe({ step: 'stop_sent' }, t.stopSent / 1000);
-    stopSteps.observe({ step: 'container_exited' }, t.containerExited / 1000);
-    if (t.exitToStopSent !== undefined) exitToStopSent.observe(t.exitToStopSent / 1000);
-  }
-
   /** Records a failed stop in the request, on top of the latest status (retrying on conflict). */
   private async markFailed(crr: ContainerRecreateRequest, container: string, message: string): Promise<void> {
-    this.deps.log.warn('container stop failed', { request: `${crr.metadata.namespace}/${crr.metadata.name}`, container, message });
+    this.deps.log.warn('container stop failed', { request: namespacedKey(crr.metadata.namespace!, crr.metadata.name!), container, message });
     await this.updateLatest(crr, 'failed', (latest) => {
       const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
         s.name === container ? { ...s, phase: 'Failed', message } : s);
@@ -526,7 +513,7 @@ export class Reconciler {
       if (isCompleted(latest)) return latest.status ?? {};
       const states = (latest.status?.containerRecreateStates ?? []).map((s): ContainerRecreateState =>
         s.name === container ? { ...s, phase: 'Failed', message: refusal.message } : s);
-      return { ...latest.status, phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: refusal.message, containerRecreateStates: states };
+      return { ...latest.status, ...completedStatus(this.now(), { message: refusal.message, containerRecreateStates: states }) };
     });
     if (replaced && !isCompleted(replaced) && this.refusalTold.first(pod.uid)) {
       this.deps.events.emit(podRef(pod), { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request ${crr.metadata.name} ${refusal.message}` });
@@ -564,19 +551,10 @@ function podRef(pod: AgentPod): { namespace: string; name: string; uid: string }
   return { namespace: pod.namespace, name: pod.name, uid: pod.uid };
 }
 
-function splitKey(key: string): [string, string] {
-  const slash = key.indexOf('/');
-  return [key.slice(0, slash), key.slice(slash + 1)];
-}
-
 function byAge(a: ContainerRecreateRequest, b: ContainerRecreateRequest): number {
   const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
   const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
   return ta - tb || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
-}
-
-function completedStatus(crr: ContainerRecreateRequest, message: string, nowMs: number): CRRStatus {
-  return { ...crr.status, phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message };
 }
 
 function outcomeOf(status: CRRStatus): string {

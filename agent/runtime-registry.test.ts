@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLogger } from '../common/log.ts';
-import { Runtimes } from './runtime/discover.ts';
+import { DiscoveredRuntimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 import { RuntimeRegistry } from './runtime-registry.ts';
 
@@ -30,7 +30,7 @@ describe('RuntimeRegistry: readiness and liveness', () => {
       discoveries++;
       // The stale socket file is still there, but nothing listens: connecting fails.
       if (!up.value) throw new Error('runtime socket answers neither CRI nor Docker');
-      return new Runtimes([fakeRuntime(up)]);
+      return new DiscoveredRuntimes([fakeRuntime(up)]);
     }, createLogger('test', 'error'), undefined, () => nowMs);
     try {
       await registry.start();

@@ -5,10 +5,10 @@
 // made a new socket, which a socket mounted alone into the agent shows only to a new container.
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
-import type { Runtimes } from './runtime/discover.ts';
+import type { ContainerRuntimeOf, DiscoveredRuntimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
-export type RuntimeDiscovery = () => Promise<Runtimes>;
+export type RuntimeDiscovery = () => Promise<DiscoveredRuntimes>;
 /** A container exited in a runtime; its ID without the prefix. */
 export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
 
@@ -17,7 +17,7 @@ const CHECK_EVERY_MS = 30_000;
 const LOST_AFTER_MS = 120_000;
 
 export class RuntimeRegistry {
-  private runtimes: Runtimes | undefined;
+  private runtimes: DiscoveredRuntimes | undefined;
   private lastError: string | undefined = 'no runtime connected yet';
   private backoffMs = 500;
   private timer: NodeJS.Timeout | undefined;
@@ -44,7 +44,12 @@ export class RuntimeRegistry {
   }
 
   runtimeFor(prefix: string): ContainerRuntime | undefined {
-    return this.runtimes?.byPrefix(prefix);
+    return this.runtimes?.runtimeFor(prefix);
+  }
+
+  /** The runtime of a Pod status container ID (`<runtime>://<id>`) and the ID's parts, or why none serves it. */
+  forContainer(containerID: string): ContainerRuntimeOf {
+    return this.runtimes?.forContainer(containerID) ?? { error: `no container runtime connected (${this.lastError})` };
   }
 
   /** Why the agent cannot reach a runtime, or undefined when it can. */
@@ -92,7 +97,7 @@ export class RuntimeRegistry {
   }
 
   /** The prefixes of the runtimes that report exits as they happen. */
-  private watchExits(runtimes: Runtimes): string[] {
+  private watchExits(runtimes: DiscoveredRuntimes): string[] {
     const onExit = this.onExit;
     if (!onExit) return [];
     return runtimes.runtimes.filter((runtime) =>

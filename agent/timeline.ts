@@ -60,3 +60,54 @@ export function stopTimeline(m: StopMilestones): StopTimeline {
     ...(fast?.mainExitedAtMs !== undefined ? { exitToStopSent: ms(m.stopSentAtMs - fast.mainExitedAtMs) } : {}),
   };
 }
+
+/** When a request became known to this agent, and what the fast path knew of it. */
+export interface RequestKnown {
+  atMs: number;
+  createdOnExit?: CreatedOnExit;
+}
+
+/**
+ * When each active request became known to this agent, by uid: it created it on the mains' exit, or
+ * its watch event (or the first reconcile that saw it) came first. Only for the step histograms and
+ * logs.
+ */
+export class RequestTimings {
+  private readonly byUid = new Map<string, RequestKnown>();
+
+  /** Seen by the watch or a reconcile: the first sighting counts. */
+  seen(uid: string, atMs: number): void {
+    if (!this.byUid.has(uid)) this.byUid.set(uid, { atMs });
+  }
+
+  /** Created by the fast path: known from when the create returned. */
+  createdOnExit(uid: string, createdOnExit: CreatedOnExit): void {
+    this.byUid.set(uid, { atMs: createdOnExit.createdAtMs, createdOnExit });
+  }
+
+  of(uid: string): RequestKnown | undefined {
+    return this.byUid.get(uid);
+  }
+
+  forget(uid: string): void {
+    this.byUid.delete(uid);
+  }
+
+  forgetAllBut(activeUids: ReadonlySet<string>): void {
+    for (const uid of this.byUid.keys()) if (!activeUids.has(uid)) this.byUid.delete(uid);
+  }
+}
+
+/** The histograms a stop's timeline feeds. */
+export interface StopStepMetrics {
+  stopSteps: { observe(labels: { step: string }, seconds: number): void };
+  exitToStopSent: { observe(seconds: number): void };
+}
+
+export function observeStopSteps(metrics: StopStepMetrics, t: StopTimeline): void {
+  metrics.stopSteps.observe({ step: 'acting' }, t.acting / 1000);
+  if (t.prestopDone !== undefined) metrics.stopSteps.observe({ step: 'prestop_done' }, t.prestopDone / 1000);
+  metrics.stopSteps.observe({ step: 'stop_sent' }, t.stopSent / 1000);
+  metrics.stopSteps.observe({ step: 'container_exited' }, t.containerExited / 1000);
+  if (t.exitToStopSent !== undefined) metrics.exitToStopSent.observe(t.exitToStopSent / 1000);
+}

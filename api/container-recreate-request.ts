@@ -130,6 +130,11 @@ export function isCompleted(crr: ContainerRecreateRequest): boolean {
   return crr.status?.phase === 'Completed';
 }
 
+/** A request's status on completing it at `nowMs`: phase Completed and its completion time, then `fields`. */
+export function completedStatus(nowMs: number, fields: Omit<CRRStatus, 'phase' | 'completionTime'> = {}): CRRStatus {
+  return { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), ...fields };
+}
+
 /** The uid of the Pod a request is for, as a list (empty before admission labels it): an informer index. */
 export function podUidIndex(crr: ContainerRecreateRequest): string[] {
   const uid = crr.metadata.labels?.[LABEL_POD_UID];

@@ -58,9 +58,20 @@ function watchTimeoutSeconds(): number {
   return 300 + Math.floor(Math.random() * 300);
 }
 
+/** The cache key of a namespaced object, `<namespace>/<name>`: also how Pods are queued and logged. */
+export function namespacedKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** The namespace and name of a namespaced key. */
+export function splitKey(key: string): [namespace: string, name: string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
 export function objectKey(obj: WatchedObject): string {
   const { namespace, name } = obj.metadata ?? {};
-  return namespace ? `${namespace}/${name}` : (name ?? '');
+  return namespace ? namespacedKey(namespace, name ?? '') : (name ?? '');
 }
 
 export class ProjectingInformer<T extends WatchedObject, P> {

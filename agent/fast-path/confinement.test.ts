@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { KubeApiError } from '../../common/kube/client.ts';
 import { createLogger } from '../../common/log.ts';
 import type { DryRunOutcome, FastPathState } from './confinement.ts';
-import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FAST_PATH_STATES, FastPathCheck, dryRunOutcome, fastPathState, nextCheckMs, notConfinedReason, otherNodeName } from './confinement.ts';
+import { AGENT_POLICY, FAST_PATH_RECHECK_MS, FAST_PATH_STATES, ConfinementCheck, dryRunOutcome, fastPathState, nextCheckMs, notConfinedReason, otherNodeName } from './confinement.ts';
 
 const apiError = (code: number, message: string) =>
   new KubeApiError(code, 'POST', '/x', JSON.stringify({ kind: 'Status', code, message }));
@@ -60,11 +60,11 @@ describe('otherNodeName', () => {
   });
 });
 
-describe('FastPathCheck', () => {
+describe('ConfinementCheck', () => {
   it('sends two dry-run creates, one per node label, and enables only on the expected answers', async () => {
     const sent: { node: string; dryRun: unknown }[] = [];
     const states: FastPathState[] = [];
-    const check = new FastPathCheck({
+    const check = new ConfinementCheck({
       client: {
         create: (_path: string, body: unknown, query?: Record<string, unknown>) => {
           const node = (body as { metadata: { labels: Record<string, string> } }).metadata.labels['crr.sidecar-terminator.dev/node-name']!;
@@ -87,10 +87,10 @@ describe('FastPathCheck', () => {
   });
 });
 
-describe('FastPathCheck: not confined', () => {
+describe('ConfinementCheck: not confined', () => {
   it('both creates admitted: off, and not ready with the reason until a check finds it confined', async () => {
     let confined = false;
-    const check = new FastPathCheck({
+    const check = new ConfinementCheck({
       client: { create: (_p: string, body: unknown) => (confined && (body as { metadata: { labels: Record<string, string> } }).metadata.labels['crr.sidecar-terminator.dev/node-name'] !== 'n1' ? Promise.reject(denied) : Promise.resolve({})) } as never,
       nodeName: 'n1',
       namespace: 'sidecar-terminator',

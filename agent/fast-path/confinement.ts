@@ -103,7 +103,7 @@ export function nextCheckMs(state: FastPathState, offChecks: number): number {
   return Math.min(FAST_PATH_RECHECK_MS, FAST_PATH_FIRST_RETRY_MS * 2 ** Math.max(0, offChecks - 1));
 }
 
-export interface FastPathDeps {
+export interface ConfinementCheckDeps {
   client: Pick<KubeApi, 'create'>;
   nodeName: string;
   /** Where the dry-run requests are addressed (the agent's own namespace). */
@@ -114,15 +114,15 @@ export interface FastPathDeps {
 }
 
 /** Keeps the fast path's state current: checked at start, then as nextCheckMs says. */
-export class FastPathCheck {
+export class ConfinementCheck {
   private state: FastPathState = 'unknown';
   /** Checks in a row that found the fast path off. */
   private offChecks = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly deps: FastPathDeps;
+  private readonly deps: ConfinementCheckDeps;
 
-  constructor(deps: FastPathDeps) {
+  constructor(deps: ConfinementCheckDeps) {
     this.deps = deps;
   }
 

@@ -2,7 +2,7 @@
 // its Pod and the first request, created as agent/main.ts creates it (createIfAbsent); a request the
 // controller created first (409) is no error and gives no event; a create that fails is retried by
 // the handler's queue.
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventRecorder } from '../../common/events.ts';
 import { createIfAbsent } from '../../common/kube/errors.ts';
@@ -19,7 +19,8 @@ import { requestName } from '../../rules/requests.ts';
 import { ExitHandler } from './exits.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from '../runtime/types.ts';
-import type { CreatedOnExit } from '../timeline.ts';
+import { DiscoveredRuntimes } from '../runtime/discover.ts';
+import type { Handoff } from './handoff.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));
@@ -44,10 +45,10 @@ function harness(o: HarnessOptions = {}) {
   const pods = o.pods ?? [POD];
   /** The requests the watch cache holds: what the API has now, unless a test pins a stale copy. */
   const cache: { stale?: ContainerRecreateRequest[] } = {};
-  /** The requests handed over for carrying out, as created, with their timings. */
-  const handedOver: { request: ContainerRecreateRequest; timing: CreatedOnExit }[] = [];
-  /** The runtime answers given ahead for the stop, in order. */
-  const answers: { containerID: string; container: RuntimeContainer }[] = [];
+  /** The requests handed over for carrying out, as created, with the runtime's answers and their timings. */
+  const handedOver: Handoff[] = [];
+  /** The agent's clock: moves only when a test moves it. */
+  const clock = { nowMs: 1_000_000 };
   const runtime: ContainerRuntime = {
     idPrefix: 'containerd',
     version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
@@ -67,49 +68,49 @@ function harness(o: HarnessOptions = {}) {
   const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
   const exits = new ExitHandler({
     nodeName: NODE,
-    cachedPod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
-    cachedPodOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
-    activeRequests: (namespace, podUid) => (cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
-      .filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
-    runtimeFor: (prefix) => (prefix === 'containerd' ? runtime : undefined),
-    // As agent/main.ts does.
-    createRequest: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
-    readRequest: async (namespace, name) => api.object<ContainerRecreateRequest>(requestPath(namespace, name)),
-    created: (request, timing) => {
-      handedOver.push({ request, timing });
+    cache: {
+      pod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
+      podOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
+      activeRequests: (namespace, podUid) => (cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
+        .filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
+    },
+    api: {
+      // As agent/fast-path/fast-path.ts does.
+      create: (body) => createIfAbsent(api, requestPath(body.metadata.namespace), body),
+      read: async (namespace, name) => api.object<ContainerRecreateRequest>(requestPath(namespace, name)),
+    },
+    runtimes: new DiscoveredRuntimes([runtime]),
+    handOff: (handoff) => {
+      handedOver.push(handoff);
     },
     ownerOf: (containerID) => o.owners?.get(containerID),
-    runtimeAnswer: (containerID, container) => {
-      answers.push({ containerID, container });
-    },
     events: recorder,
     metrics,
     log,
     workers: 2,
     requestOptions: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600 },
+    now: () => clock.nowMs,
   });
+  /** The runtime's answers handed over with the first request, as they arrived. */
+  const answers = async () => {
+    const given = [...(handedOver[0]?.answers ?? new Map()).entries()];
+    return (await Promise.all(given.map(async ([containerID, answer]) => ({ containerID, answer: await answer }))))
+      .flatMap(({ containerID, answer }) => (answer ? [{ containerID, container: answer.container, atMs: answer.atMs }] : []));
+  };
   const onExit = async (result: 'created' | 'existed') =>
     (await metrics.requestsOnExit.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
   const events = async () => {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
   };
-  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, answers };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, answers, clock };
 }
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  for (const end = Date.now() + ms; !(await cond()) && Date.now() < end;) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(await cond(), 'condition not reached');
-}
-
-/** Lets queued work run; for asserting that nothing happens. */
-const settle = () => new Promise((r) => setTimeout(r, 30));
 
 describe('ExitHandler', () => {
   it('a main\'s exit creates the Pod\'s first request, once, with the StoppingSidecars event', async () => {
     const h = harness();
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await until(async () => (await h.onExit('created')) === 1);
+    await h.exits.idle();
     h.exits.stop();
     const created = h.api.object<ContainerRecreateRequest>(REQUEST);
     assert.deepEqual(created?.spec.containers.map((c) => c.name), ['proxy']);
@@ -121,38 +122,41 @@ describe('ExitHandler', () => {
 
   it('the request as created is handed over at once, with the exit\'s and the create\'s times', async () => {
     const h = harness({ status: (id) => ({ id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: { ...OWNER, container: 'proxy' } }) });
-    const exitedAtMs = Date.now() - 3;
+    const exitedAtMs = h.clock.nowMs - 3;
+    // The create takes 7 ms by the agent's clock.
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      h.clock.nowMs += 7;
+      return create(...args);
+    }) as typeof create;
     h.exits.containerExited(h.runtime, 'main-id', 0, exitedAtMs);
-    await until(() => h.handedOver.length === 1);
+    await h.exits.idle();
     h.exits.stop();
     const { request, timing } = h.handedOver[0]!;
     assert.deepEqual(request, h.api.object<ContainerRecreateRequest>(REQUEST), 'with the uid and resourceVersion the API server gave it');
-    assert.equal(timing.mainExitedAtMs, exitedAtMs);
-    assert.ok(timing.exitEventAtMs >= exitedAtMs && timing.exitEventAtMs <= timing.createdAtMs - timing.apiCreateMs);
-    assert.ok(timing.apiCreateMs >= 0);
+    assert.deepEqual(timing, { mainExitedAtMs: exitedAtMs, exitEventAtMs: exitedAtMs + 3, createdAtMs: exitedAtMs + 10, apiCreateMs: 7 });
     // Labels not read ahead: the runtime is asked about the sidecar (by the ID the request pins;
-    // the main is not a target) while the request is created, and its answer given for the stop.
+    // the main is not a target) while the request is created, and its answer handed over with it.
     assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
-    assert.deepEqual(h.answers.map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
+    assert.deepEqual((await h.answers()).map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
   });
 
   it('labels read ahead: the answer is given before the create, from them and the announced exits, without a runtime call', async () => {
     const owner = { ...OWNER, container: 'proxy' };
     const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await until(() => h.handedOver.length === 1);
+    await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.runtimeCalls, []);
-    assert.deepEqual(h.answers, [{ containerID: 'containerd://proxy-id', container: { id: 'proxy-id', state: 'running', startedAtNs: 0n, finishedAtNs: 0n, owner } }]);
+    assert.deepEqual(await h.answers(), [{ containerID: 'containerd://proxy-id', container: { id: 'proxy-id', state: 'running', startedAtNs: 0n, finishedAtNs: 0n, owner }, atMs: h.clock.nowMs }]);
   });
 
   it('a runtime that fails to answer about the sidecar: no answer given (the reconciler asks again)', async () => {
     const h = harness({ status: () => { throw new Error('runtime down'); } });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await until(() => h.handedOver.length === 1);
-    await settle();
+    await h.exits.idle();
     h.exits.stop();
-    assert.deepEqual(h.answers, []);
+    assert.deepEqual(await h.answers(), []);
   });
 
   it('the controller created it first (409, unseen by the watch yet): counted as existed, no event, no Warning', async () => {
@@ -160,7 +164,7 @@ describe('ExitHandler', () => {
     h.cache.stale = [];
     h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE, 'written-by': 'controller' } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await until(async () => (await h.onExit('existed')) === 1);
+    await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`]);
     assert.equal(await h.onExit('created'), 0);
@@ -181,7 +185,7 @@ describe('ExitHandler', () => {
       const taken = squat(1);
       h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
       h.exits.containerExited(h.runtime, 'main-id', 0);
-      await until(() => h.handedOver.length === 1);
+      await h.exits.idle();
       h.exits.stop();
       assert.equal(h.handedOver[0]?.request.metadata.name, requestName(UID, 2));
       assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`, `POST ${requestPath('ns')} 201`]);
@@ -198,7 +202,7 @@ describe('ExitHandler', () => {
       }
       h.api.set(requestPath('ns', requestName(UID, 3)), { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
       h.exits.containerExited(h.runtime, 'main-id', 0);
-      await until(async () => (await h.onExit('existed')) === 1);
+      await h.exits.idle();
       h.exits.stop();
       assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 3);
       assert.deepEqual(h.handedOver, []);
@@ -212,7 +216,7 @@ describe('ExitHandler', () => {
         h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
       }
       h.exits.containerExited(h.runtime, 'main-id', 0);
-      await until(async () => (await h.onExit('existed')) === 1);
+      await h.exits.idle();
       h.exits.stop();
       assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 4);
     });
@@ -223,23 +227,33 @@ describe('ExitHandler', () => {
     // The watch holds only requests labelled with this node.
     h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await settle();
+    await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.api.lines({ method: 'create' }), []);
   });
 
   for (const [name, fault] of [['answered 429', 429], ['answered 500', 500], ['that got no answer', networkError()]] as const) {
     it(`a create ${name} is retried by the queue, then created: one event`, async () => {
-      const h = harness();
-      h.api.inject({ method: 'create', path: requestPath('ns') }, fault);
-      h.exits.containerExited(h.runtime, 'main-id', 0);
-      await until(async () => (await h.onExit('created')) === 1);
-      h.exits.stop();
-      const status = typeof fault === 'number' ? fault : 0;
-      assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} ${status}`, `POST ${requestPath('ns')} 201`]);
-      const [failed, created] = h.api.calls.filter((c) => c.method === 'create' && c.path === requestPath('ns'));
-      assert.ok(created!.atMs - failed!.atMs >= 150, 'after the queue\'s backoff');
-      assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
+      mock.timers.enable({ apis: ['setTimeout'] });
+      try {
+        const h = harness();
+        h.api.inject({ method: 'create', path: requestPath('ns') }, fault);
+        h.exits.containerExited(h.runtime, 'main-id', 0);
+        await h.exits.idle();
+        const status = typeof fault === 'number' ? fault : 0;
+        assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} ${status}`], 'nothing before the queue\'s backoff');
+        mock.timers.tick(199);
+        await h.exits.idle();
+        assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 1);
+        mock.timers.tick(1);
+        await h.exits.idle();
+        h.exits.stop();
+        assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} ${status}`, `POST ${requestPath('ns')} 201`]);
+        assert.equal(await h.onExit('created'), 1);
+        assert.deepEqual(await h.events(), [`Normal ${EVENT_REASONS.stopping}`]);
+      } finally {
+        mock.timers.reset();
+      }
     });
   }
 
@@ -251,7 +265,7 @@ describe('ExitHandler', () => {
       podContainers: [{ id: 'main-id', name: 'main', attempt: 0, state: 'running' }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
     });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await until(async () => (await h.onExit('created')) === 1);
+    await h.exits.idle();
     h.exits.stop();
     // The listing still shows the main running: the exit event's code stands.
     assert.deepEqual(h.runtimeCalls, ['status main-id', `podContainers ${UID}`, 'status proxy-id']);
@@ -263,7 +277,7 @@ describe('ExitHandler', () => {
     for (const o of [{ pods: [] }, { pods: [elsewhere] }] as HarnessOptions[]) {
       const h = harness({ ...o, status: (id) => ({ id, state: 'exited', exitCode: 0, startedAtNs: 1n, finishedAtNs: 2n, owner: OWNER }) });
       h.exits.containerExited(h.runtime, 'main-id', 0);
-      await settle();
+      await h.exits.idle();
       h.exits.stop();
       assert.deepEqual(h.api.calls, []);
     }
@@ -278,20 +292,20 @@ describe('ExitHandler', () => {
     const pods = [probed('running')];
     const h = harness({ pods });
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await settle();
+    await h.exits.idle();
     assert.deepEqual(h.api.lines({ method: 'create' }), [], 'the runtime\'s exit 0 alone may be a probe kill kubelet restarts');
     // An update where kubelet still shows the main running: still waiting, looked at again later.
     h.exits.podChanged('ns', 'job-pod');
-    await settle();
+    await h.exits.idle();
     assert.deepEqual(h.api.lines({ method: 'create' }), []);
     // Kubelet reports that very container terminated with 0: it does not restart it.
     pods[0] = probed({ exit: 0 });
     h.exits.podChanged('ns', 'job-pod');
-    await until(async () => (await h.onExit('created')) === 1);
+    await h.exits.idle();
     assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.spec.containers.map((c) => c.name), ['proxy']);
     // Nothing waits any more: a further update does not look again.
     h.exits.podChanged('ns', 'job-pod');
-    await settle();
+    await h.exits.idle();
     h.exits.stop();
     assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 1);
   });
@@ -300,7 +314,7 @@ describe('ExitHandler', () => {
     const h = harness();
     h.exits.stop();
     h.exits.containerExited(h.runtime, 'main-id', 0);
-    await settle();
+    await h.exits.idle();
     assert.deepEqual(h.api.calls, []);
   });
 });

@@ -13,34 +13,47 @@ import { DEFAULT_OPTIONS, isOwnRequest, projectRequest } from '../../rules/reque
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from '../metrics.ts';
-import { parseContainerID } from '../runtime/container-id.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
-import type { CreatedOnExit } from '../timeline.ts';
+import type { ContainerID } from '../runtime/container-id.ts';
+import { containerIDOf } from '../runtime/container-id.ts';
+import type { RuntimeRegistry } from '../runtime-registry.ts';
+import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
+import type { Handoff, RuntimeAnswer } from './handoff.ts';
+import { namespacedKey } from '../../common/informer.ts';
+
+/** What the agent's watches hold, as the fast path reads it. */
+export interface ExitCache {
+  /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
+  pod: (namespace: string, name: string) => PodProjection | undefined;
+  /** The same, found by a container ID that kubelet has reported. */
+  podOfContainer: (containerID: ContainerID) => PodProjection | undefined;
+  /** The Pod's active requests on this node. */
+  activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
+}
+
+/** The request calls of the fast path. */
+export interface RequestApi {
+  /** Resolves to the request as created, or undefined when a request of that name already exists. */
+  create: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
+  /** The request of that name as the API server has it (after a 409), or undefined when there is none. */
+  read: (namespace: string, name: string) => Promise<ContainerRecreateRequest | undefined>;
+}
 
 export interface ExitHandlerDeps {
   nodeName: string;
-  /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
-  cachedPod: (namespace: string, name: string) => PodProjection | undefined;
-  /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
-  cachedPodOfContainer: (containerID: string) => PodProjection | undefined;
-  activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
-  runtimeFor: (prefix: string) => ContainerRuntime | undefined;
-  /** Resolves to the request as created, or undefined when a request of that name already exists. */
-  createRequest: (request: ContainerRecreateRequest) => Promise<ContainerRecreateRequest | undefined>;
-  /** The request of that name as the API server has it (after a 409), or undefined when there is none. */
-  readRequest: (namespace: string, name: string) => Promise<ContainerRecreateRequest | undefined>;
+  cache: ExitCache;
+  api: RequestApi;
+  runtimes: Pick<RuntimeRegistry, 'runtimeFor' | 'forContainer'>;
+  /** The kubelet labels of a sidecar container, when read ahead. */
+  ownerOf: (containerID: ContainerID) => ContainerOwner | undefined;
   /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
-  created: (request: ContainerRecreateRequest, timing: CreatedOnExit) => void;
-  /** The kubelet labels of a sidecar container (`<runtime>://<id>`), when read ahead. */
-  ownerOf: (containerID: string) => ContainerOwner | undefined;
-  /** What the runtime says of a container the request about to be created targets, for its stop. */
-  runtimeAnswer: (containerID: string, container: RuntimeContainer) => void;
+  handOff: (handoff: Handoff) => void;
   events: EventRecorder;
   metrics: AgentMetrics;
   log: Logger;
   workers: number;
   /** The request's deadline and TTL, as the controller's flags set them for the requests it creates. */
   requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
+  now?: () => number;
 }
 
 /** Names found held by requests not ours, at most, before the first request is left to the controller. */
@@ -50,6 +63,9 @@ export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
   private readonly queue: WorkQueue;
   private readonly options: SidecarTerminatorOptions;
+  private readonly now: () => number;
+  /** Runtime lookups of exited containers kubelet has not reported yet, under way. */
+  private readonly lookups = new Set<Promise<void>>();
   private stopped = false;
   /**
    * By Pod key: the exit codes the runtime's event stream announced, by container ID, kept while the
@@ -66,6 +82,7 @@ export class ExitHandler {
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
     this.options = { ...DEFAULT_OPTIONS, ...deps.requestOptions };
+    this.now = deps.now ?? Date.now;
     this.queue = new WorkQueue({
       workers: deps.workers,
       handler: (key) => this.handle(key),
@@ -76,47 +93,57 @@ export class ExitHandler {
   /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
   containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number): void {
     if (this.stopped) return;
-    const receivedAtMs = Date.now();
+    const receivedAtMs = this.now();
     if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
-    const known = this.deps.cachedPodOfContainer(`${runtime.idPrefix}://${containerId}`);
+    const reportedPod = this.deps.cache.podOfContainer(containerIDOf(runtime.idPrefix, containerId));
     const exit = { containerId, exitCode, receivedAtMs, exitedAtMs };
-    if (known) {
-      this.enqueue(runtime, known.namespace, known.name, exit);
+    if (reportedPod) {
+      this.enqueue(runtime, reportedPod.namespace, reportedPod.name, exit);
       return;
     }
     // Not (yet) in a Pod status: the runtime's labels say whose it is.
-    runtime.status(containerId).then(
+    const lookup: Promise<void> = runtime.status(containerId).then(
       (container) => {
         const owner = container?.owner;
         // A Pod sandbox, a container kubelet did not create, or one already removed.
-        if (!owner || !this.deps.cachedPod(owner.podNamespace, owner.podName)) return;
+        if (!owner || !this.deps.cache.pod(owner.podNamespace, owner.podName)) return;
         this.enqueue(runtime, owner.podNamespace, owner.podName, exit);
       },
-      (err: unknown) => this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) }),
+      (err: unknown) => {
+        this.deps.log.warn('could not read an exited container', { containerId, error: errorMessage(err) });
+      },
     );
+    this.lookups.add(lookup);
+    void lookup.finally(() => this.lookups.delete(lookup));
+  }
+
+  /** Resolves once every exit received so far has been acted on (for tests). */
+  async idle(): Promise<void> {
+    while (this.lookups.size > 0) await Promise.all(this.lookups);
+    await this.queue.idle();
   }
 
   /** The Pod left the cache: its exits are of no more use. */
   forgetPod(namespace: string, name: string): void {
-    this.reportedExits.delete(`${namespace}/${name}`);
-    this.awaitingKubelet.delete(`${namespace}/${name}`);
+    this.reportedExits.delete(namespacedKey(namespace, name));
+    this.awaitingKubelet.delete(namespacedKey(namespace, name));
   }
 
   /** The Pod's status changed: one whose main's exit waited for kubelet's report is looked at again. */
   podChanged(namespace: string, name: string): void {
-    const podKey = `${namespace}/${name}`;
-    const prefix = this.awaitingKubelet.get(podKey);
+    const key = namespacedKey(namespace, name);
+    const prefix = this.awaitingKubelet.get(key);
     if (prefix === undefined || this.stopped) return;
-    this.awaitingKubelet.delete(podKey);
-    this.queue.add(`${prefix}/${podKey}`);
+    this.awaitingKubelet.delete(key);
+    this.queue.add(`${prefix}/${key}`);
   }
 
   private enqueue(runtime: ContainerRuntime, namespace: string, name: string, exit: ReportedExit): void {
-    const podKey = `${namespace}/${name}`;
-    const codes = this.reportedExits.get(podKey)?.codes ?? new Map<string, number>();
+    const key = namespacedKey(namespace, name);
+    const codes = this.reportedExits.get(key)?.codes ?? new Map<string, number>();
     codes.set(exit.containerId, exit.exitCode);
-    this.reportedExits.set(podKey, { codes, lastAtMs: exit.receivedAtMs, ...(exit.exitedAtMs === undefined ? {} : { lastExitedAtMs: exit.exitedAtMs }) });
-    this.queue.add(`${runtime.idPrefix}/${podKey}`);
+    this.reportedExits.set(key, { codes, lastAtMs: exit.receivedAtMs, ...(exit.exitedAtMs === undefined ? {} : { lastExitedAtMs: exit.exitedAtMs }) });
+    this.queue.add(`${runtime.idPrefix}/${key}`);
   }
 
   /** Takes no new exits: nothing is queued or created after this (a request being created may finish). */
@@ -130,23 +157,26 @@ export class ExitHandler {
    * from the labels read ahead and the exits announced, else asked now, while the API server
    * stores the request (the answer comes when it comes; the reconciler asks itself without it).
    */
-  private answerTargets(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): void {
+  private askAboutTargets(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): Map<ContainerID, Promise<RuntimeAnswer | undefined>> {
+    const answers = new Map<ContainerID, Promise<RuntimeAnswer | undefined>>();
     for (const { statusContext } of request.spec.containers) {
-      const parsed = statusContext && parseContainerID(statusContext.containerID);
-      if (!parsed || parsed.runtime !== runtime.idPrefix) continue;
-      const { containerID } = statusContext;
-      const owner = this.deps.ownerOf(containerID);
+      const target = statusContext && this.deps.runtimes.forContainer(statusContext.containerID);
+      if (!target || !('runtime' in target) || target.runtime.idPrefix !== runtime.idPrefix) continue;
+      const { full, id } = target.container;
+      const owner = this.deps.ownerOf(full);
       if (owner) {
-        const exitCode = exits.get(parsed.id);
+        const exitCode = exits.get(id);
         const state = exitCode === undefined ? 'running' : 'exited';
-        this.deps.runtimeAnswer(containerID, { id: parsed.id, state, ...(exitCode === undefined ? {} : { exitCode }), startedAtNs: 0n, finishedAtNs: 0n, owner });
+        const container = { id, state, ...(exitCode === undefined ? {} : { exitCode }), startedAtNs: 0n, finishedAtNs: 0n, owner } as const;
+        answers.set(full, Promise.resolve({ container, atMs: this.now() }));
         continue;
       }
-      runtime.status(parsed.id).then(
-        (container) => container && this.deps.runtimeAnswer(containerID, container),
-        () => {}, // the reconciler asks again, and reports the error
-      );
+      answers.set(full, runtime.status(id).then(
+        (container) => (container ? { container, atMs: this.now() } : undefined),
+        () => undefined, // the reconciler asks again, and reports the error
+      ));
     }
+    return answers;
   }
 
   /**
@@ -155,20 +185,20 @@ export class ExitHandler {
    * it is gone again (the name is free: tried again).
    */
   private async holderOf(request: ContainerRecreateRequest, pod: PodProjection): Promise<'ours' | ExistingRequest | undefined> {
-    const existing = await this.deps.readRequest(request.metadata.namespace!, request.metadata.name!);
+    const existing = await this.deps.api.read(request.metadata.namespace!, request.metadata.name!);
     if (!existing) return undefined;
     const projected = projectRequest(existing, pod.uid);
     if (isOwnRequest(projected, pod)) return 'ours';
-    this.deps.log.warn('a request not ours holds our name: skipped', { pod: `${pod.namespace}/${pod.name}`, request: request.metadata.name });
+    this.deps.log.warn('a request not ours holds our name: skipped', { pod: namespacedKey(pod.namespace, pod.name), request: request.metadata.name });
     return projected;
   }
 
   private async handle(key: string): Promise<void> {
     const [prefix, namespace, name] = key.split('/') as [string, string, string];
-    const reported = this.reportedExits.get(`${namespace}/${name}`);
+    const reported = this.reportedExits.get(namespacedKey(namespace, name));
     const exits = reported?.codes ?? new Map<string, number>();
-    const pod = this.deps.cachedPod(namespace, name);
-    const runtime = this.deps.runtimeFor(prefix);
+    const pod = this.deps.cache.pod(namespace, name);
+    const runtime = this.deps.runtimes.runtimeFor(prefix);
     if (!pod || pod.nodeName !== this.deps.nodeName || !runtime?.podContainers) return;
     // The runtime is asked only when the cached status cannot answer: under a burst of exits its
     // listing is the slowest step (measured: up to 1.7 s with 100 exits at once).
@@ -176,22 +206,23 @@ export class ExitHandler {
       const exitCode = exits.get(c.id);
       return exitCode === undefined ? c : { ...c, state: 'exited' as const, exitCode };
     });
-    const requests = this.deps.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
-    const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: Date.now(), options: this.options });
-    const createStartMs = Date.now();
+    const requests = this.deps.cache.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
+    const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: this.now(), options: this.options });
+    const createStartMs = this.now();
     const first = decide();
     if (first.awaitingKubelet.length > 0) {
       // The runtime cannot tell a probe kill kubelet restarts from a final exit: its report can.
-      this.awaitingKubelet.set(`${namespace}/${name}`, prefix);
-      this.deps.log.debug('main exited; waiting for kubelet to report whether it restarts it', { pod: `${namespace}/${name}`, containers: first.awaitingKubelet });
+      this.awaitingKubelet.set(namespacedKey(namespace, name), prefix);
+      this.deps.log.debug('main exited; waiting for kubelet to report whether it restarts it', { pod: namespacedKey(namespace, name), containers: first.awaitingKubelet });
     }
     let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
+    let answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
     // request not ours (our name taken, see isOwnRequest): decided again without that name.
     for (let tries = 0; decision && !created && tries < MAX_NAME_TRIES; tries++) {
-      if (tries === 0) this.answerTargets(runtime, decision.request, exits);
-      created = await this.deps.createRequest(decision.request);
+      if (tries === 0) answers = this.askAboutTargets(runtime, decision.request, exits);
+      created = await this.deps.api.create(decision.request);
       if (created) break;
       const holder = await this.holderOf(decision.request, pod);
       if (holder === 'ours') break;
@@ -199,16 +230,20 @@ export class ExitHandler {
       decision = decide().request;
     }
     if (!decision) return;
-    const createdAtMs = Date.now();
+    const createdAtMs = this.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
     const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
-    this.deps.created(created, {
-      exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
-      ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
+    this.deps.handOff({
+      request: created,
+      answers,
+      timing: {
+        exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
+        ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
+      },
     });
     if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - exitEventAtMs) / 1000);
-    this.deps.log.info('main containers exited; request created', { pod: `${namespace}/${name}`, request: decision.request.metadata.name, containers: decision.containers });
+    this.deps.log.info('main containers exited; request created', { pod: namespacedKey(namespace, name), request: decision.request.metadata.name, containers: decision.containers });
     // Warnings about the Pod are the controller's to give; the agent reports what it did.
     for (const event of decision.events) if (event.reason === EVENT_REASONS.stopping) this.deps.events.emit(pod, event);
   }

@@ -5,6 +5,7 @@ import { createLogger } from '../../common/log.ts';
 import { main, makePod, sidecar, UID } from '../../rules/fixtures.ts';
 import { projectPod } from '../../rules/projection.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import { SidecarOwners } from './sidecar-owners.ts';
 
 const KEY = 'ns/job-pod';
@@ -23,7 +24,7 @@ function harness(answer: (id: string) => RuntimeContainer | undefined = (id) => 
       return answer(id);
     },
   } as unknown as ContainerRuntime;
-  const owners = new SidecarOwners((prefix) => (prefix === 'containerd' ? runtime : undefined), createLogger('test', 'error'));
+  const owners = new SidecarOwners(new DiscoveredRuntimes([runtime]), createLogger('test', 'error'));
   const hold = () => {
     held = new Promise((resolve) => {
       release = resolve;

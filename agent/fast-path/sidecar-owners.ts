@@ -6,19 +6,19 @@ import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
 import { classify } from '../../rules/classify.ts';
 import type { PodProjection } from '../../rules/projection.ts';
-import { parseContainerID } from '../runtime/container-id.ts';
-import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
+import type { RuntimeRegistry } from '../runtime-registry.ts';
+import type { ContainerOwner } from '../runtime/types.ts';
 
 export class SidecarOwners {
   /** By `<runtime>://<id>`. */
   private readonly owners = new Map<string, ContainerOwner>();
   /** By Pod key: the sidecar container IDs its status reports (asked about, or being asked). */
   private readonly idsByPod = new Map<string, Set<string>>();
-  private readonly runtimeFor: (prefix: string) => ContainerRuntime | undefined;
+  private readonly runtimes: Pick<RuntimeRegistry, 'forContainer'>;
   private readonly log: Logger;
 
-  constructor(runtimeFor: (prefix: string) => ContainerRuntime | undefined, log: Logger) {
-    this.runtimeFor = runtimeFor;
+  constructor(runtimes: Pick<RuntimeRegistry, 'forContainer'>, log: Logger) {
+    this.runtimes = runtimes;
     this.log = log;
   }
 
@@ -40,9 +40,9 @@ export class SidecarOwners {
   }
 
   private read(podKey: string, containerID: string): void {
-    const parsed = parseContainerID(containerID);
-    const runtime = parsed && this.runtimeFor(parsed.runtime);
-    if (!parsed || !runtime) return;
+    const target = this.runtimes.forContainer(containerID);
+    if (!('runtime' in target)) return;
+    const { runtime, container: parsed } = target;
     runtime.status(parsed.id).then(
       (container) => {
         // Kept only while the Pod still reports that container, and only what the runtime says.

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseContainerID } from './container-id.ts';
-import { CRI_SOCKETS, discoverRuntimes, Runtimes } from './discover.ts';
+import { CRI_SOCKETS, DiscoveredRuntimes, discoverRuntimes } from './discover.ts';
 import type { ContainerRuntime } from './types.ts';
 
 describe('parseContainerID', () => {
   it('splits runtime and ID', () => {
-    assert.deepEqual(parseContainerID('containerd://abc123'), { runtime: 'containerd', id: 'abc123' });
-    assert.deepEqual(parseContainerID('cri-o://abc123'), { runtime: 'cri-o', id: 'abc123' });
+    assert.deepEqual(parseContainerID('containerd://abc123'), { full: 'containerd://abc123', runtime: 'containerd', id: 'abc123' });
+    assert.deepEqual(parseContainerID('cri-o://abc123'), { full: 'cri-o://abc123', runtime: 'cri-o', id: 'abc123' });
   });
   it('refuses IDs without a runtime', () => {
     assert.equal(parseContainerID('abc123'), undefined);
@@ -19,19 +19,24 @@ describe('parseContainerID', () => {
   });
 });
 
-describe('Runtimes.forContainer', () => {
+describe('DiscoveredRuntimes.forContainer', () => {
   const fake = (idPrefix: string) => ({ idPrefix, socket: `/run/${idPrefix}.sock` }) as unknown as ContainerRuntime;
-  const runtimes = new Runtimes([fake('containerd'), fake('docker')]);
-  it('picks the runtime by prefix', () => {
-    assert.equal(runtimes.forContainer('docker://x').runtime.idPrefix, 'docker');
-    assert.equal(runtimes.forContainer('containerd://x').id, 'x');
+  const runtimes = new DiscoveredRuntimes([fake('containerd'), fake('docker')]);
+  const picked = (containerID: string) => {
+    const found = runtimes.forContainer(containerID);
+    assert.ok('runtime' in found, JSON.stringify(found));
+    return found;
+  };
+  it('picks the runtime by prefix, with the ID parsed', () => {
+    assert.equal(picked('docker://x').runtime.idPrefix, 'docker');
+    assert.deepEqual(picked('containerd://x').container, { full: 'containerd://x', runtime: 'containerd', id: 'x' });
   });
   it('refuses a malformed ID', () => {
-    assert.throws(() => runtimes.forContainer('abc123'), /expected "<runtime>:\/\/<id>"/);
+    assert.match((runtimes.forContainer('abc123') as { error: string }).error, /malformed container ID "abc123": expected "<runtime>:\/\/<id>"/);
   });
   it('says which runtimes the node has when none matches', () => {
-    assert.throws(
-      () => runtimes.forContainer('cri-o://x'),
+    assert.match(
+      (runtimes.forContainer('cri-o://x') as { error: string }).error,
       /runtime "cri-o" is not on this node \(found: containerd \(\/run\/containerd.sock\), docker \(\/run\/docker.sock\)\)/,
     );
   });
@@ -52,7 +57,7 @@ describe('discoverRuntimes', () => {
     await new Promise<void>((resolve) => server.listen(path, resolve));
   }
 
-  it('lists the socket paths of R43 (docs/design.md) in order', () => {
+  it('lists the socket paths of R46 (docs/design.md) in order', () => {
     assert.deepEqual(CRI_SOCKETS, [
       'containerd/containerd.sock',
       'containerd.sock',

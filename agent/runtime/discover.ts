@@ -1,9 +1,10 @@
-// Finds the node's container runtime(s) under the host's /var/run (rule R43, docs/design.md), or
+// Finds the node's container runtime(s) under the host's /var/run (rule R46, docs/design.md), or
 // uses the socket named by a flag, and picks the runtime for a "<runtime>://<id>" container ID.
 import { stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { CriRuntime, type CriRuntimeOptions } from './cri.ts';
 import { DockerRuntime, type DockerRuntimeOptions } from './docker.ts';
+import type { ParsedContainerID } from './container-id.ts';
 import { parseContainerID } from './container-id.ts';
 import type { ContainerRuntime } from './types.ts';
 
@@ -40,7 +41,11 @@ function describe(runtime: ContainerRuntime): string {
   return socket ? `${runtime.idPrefix} (${socket})` : runtime.idPrefix;
 }
 
-export class Runtimes {
+/** A container ID's runtime on this node and its parts, or why there is none. */
+export type ContainerRuntimeOf = { runtime: ContainerRuntime; container: ParsedContainerID } | { error: string };
+
+/** The runtimes found on the node. */
+export class DiscoveredRuntimes {
   readonly runtimes: readonly ContainerRuntime[];
   /** Sockets found but not used, and why. */
   readonly skipped: readonly SkippedSocket[];
@@ -51,21 +56,18 @@ export class Runtimes {
   }
 
   /** The runtime serving a container ID's prefix, or undefined. */
-  byPrefix(prefix: string): ContainerRuntime | undefined {
+  runtimeFor(prefix: string): ContainerRuntime | undefined {
     return this.runtimes.find((r) => r.idPrefix === prefix);
   }
 
-  /** The runtime for "<runtime>://<id>" and the bare ID; throws when no runtime here serves it. */
-  forContainer(containerID: string): { runtime: ContainerRuntime; id: string } {
-    const parsed = parseContainerID(containerID);
-    if (!parsed) throw new TypeError(`invalid container ID ${JSON.stringify(containerID)}: expected "<runtime>://<id>"`);
-    const { runtime: prefix, id } = parsed;
-    const runtime = this.byPrefix(prefix);
-    if (!runtime) {
-      const serving = this.runtimes.map(describe).join(', ') || 'nothing';
-      throw new Error(`no runtime for container ${containerID}: runtime "${prefix}" is not on this node (found: ${serving})`);
-    }
-    return { runtime, id };
+  /** The runtime for "<runtime>://<id>" and the ID's parts, or why no runtime here serves it. */
+  forContainer(containerID: string): ContainerRuntimeOf {
+    const container = parseContainerID(containerID);
+    if (!container) return { error: `malformed container ID ${JSON.stringify(containerID)}: expected "<runtime>://<id>"` };
+    const runtime = this.runtimeFor(container.runtime);
+    if (runtime) return { runtime, container };
+    const serving = this.runtimes.map(describe).join(', ') || 'nothing';
+    return { error: `no runtime for container ${containerID}: runtime "${container.runtime}" is not on this node (found: ${serving})` };
   }
 
   close(): void {
@@ -108,8 +110,8 @@ async function connectExplicit(socket: string, options: DiscoverOptions): Promis
  * CRI_SOCKETS order (a socket answering for a runtime already found, e.g. a symlink, is skipped),
  * then docker.sock if no CRI runtime serves docker:// containers. Throws when none answers.
  */
-export async function discoverRuntimes(options: DiscoverOptions = {}): Promise<Runtimes> {
-  if (options.socket) return new Runtimes([await connectExplicit(options.socket, options)]);
+export async function discoverRuntimes(options: DiscoverOptions = {}): Promise<DiscoveredRuntimes> {
+  if (options.socket) return new DiscoveredRuntimes([await connectExplicit(options.socket, options)]);
 
   const dir = options.hostRunDir ?? '/var/run';
   const runtimes: ContainerRuntime[] = [];
@@ -148,5 +150,5 @@ export async function discoverRuntimes(options: DiscoverOptions = {}): Promise<R
     const why = skipped.map((s) => `${s.socket}: ${s.reason}`).join('; ');
     throw new Error(`no container runtime found under ${dir} (looked for ${looked})${why ? `; ${why}` : ''}`);
   }
-  return new Runtimes(runtimes, skipped);
+  return new DiscoveredRuntimes(runtimes, skipped);
 }

@@ -72,10 +72,11 @@ export function runtimeContract(title: string, setup: () => Promise<RuntimeFixtu
       for (const runtimes of [await discoverRuntimes({ hostRunDir }), await discoverRuntimes({ socket })]) {
         try {
           const picked = runtimes.forContainer(`${runtimeName}://${id}`);
-          assert.equal(picked.id, id);
+          assert.ok('runtime' in picked, JSON.stringify(picked));
+          assert.equal(picked.container.id, id);
           assert.equal(picked.runtime.idPrefix, runtimeName);
           assert.equal((await picked.runtime.status(id))?.state, 'running');
-          assert.throws(() => runtimes.forContainer(`other://${id}`), /runtime "other" is not on this node/);
+          assert.match((runtimes.forContainer(`other://${id}`) as { error: string }).error, /runtime "other" is not on this node/);
         } finally {
           runtimes.close();
         }
