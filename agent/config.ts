@@ -1,6 +1,7 @@
 // The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
+import { DEFAULT_OPTIONS } from '../rules/requests.ts';
 import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 export interface AgentConfig {
@@ -33,8 +34,8 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --resync-seconds N                re-check every active request this often (default 30)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main
-                                    containers exit (default 300, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
-  --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default 600,
+                                    containers exit (default ${DEFAULT_OPTIONS.activeDeadlineSeconds}, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
+  --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished},
                                     1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)
   --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
                                     from the host network, where a Pod's author may reach what its Pod cannot;
@@ -53,8 +54,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '30' },
       kubeconfig: { type: 'string' },
-      'request-deadline-seconds': { type: 'string', default: '300' },
-      'request-ttl-seconds': { type: 'string', default: '600' },
+      'request-deadline-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.activeDeadlineSeconds) },
+      'request-ttl-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.ttlSecondsAfterFinished) },
       'prestop-http-hooks': { type: 'string', default: 'true' },
     },
     strict: true,

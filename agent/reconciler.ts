@@ -24,7 +24,8 @@ import { runPreStop } from './prestop.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ContainerRuntimeOf } from './runtime/discover.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
-import type { Handoff, RuntimeAnswer } from './fast-path/handoff.ts';
+import type { Handoff } from './fast-path/handoff.ts';
+import { HandedOver } from './fast-path/handoff.ts';
 import { observeStopSteps, RequestTimings, stopTimeline } from './timeline.ts';
 
 export interface ReconcilerDeps {
@@ -48,12 +49,6 @@ export interface ReconcilerDeps {
 }
 
 const MIN_STOP_SECONDS = 2;
-/**
- * How old a runtime answer given ahead may be and still be used, from when it arrived: a container's
- * labels never change; its state may, and an exited container's stop does nothing. Older, the
- * runtime is asked again.
- */
-const PREFETCH_FRESH_MS = 1_000;
 const CONFLICT_RETRIES = 5;
 /**
  * StopContainer calls at once per Pod. containerd 2 runs all of a Pod's containers under one shim,
@@ -84,18 +79,8 @@ export class Reconciler {
    * conflict (each conflict one more failed request and a retry's delay).
    */
   private readonly written = new Map<string, { replaced: string | undefined; request: ContainerRecreateRequest }>();
-  /**
-   * Requests this agent created on seeing a Pod's mains exit, by uid, until its watch delivers them:
-   * acted on at once instead of one watch event later. The API has them, so nothing is lost with
-   * the process.
-   */
-  private readonly adopted = new Map<string, ContainerRecreateRequest>();
-  /**
-   * The runtime's answers about the targets of requests the fast path created, by `<runtime>://<id>`,
-   * and when they were handed over. Each is used once, within PREFETCH_FRESH_MS of its arrival, by
-   * the reconcile that first plans a stop of that container.
-   */
-  private readonly prefetched = new Map<string, { handedAtMs: number; answer: Promise<RuntimeAnswer | undefined> }>();
+  /** The fast path's hand-offs: requests it created and the runtime's answers about their targets. */
+  private readonly handedOver: HandedOver;
   /** When each request became known to this agent (the step histograms and logs). */
   private readonly timings = new RequestTimings();
   /** Pods (by uid) told of a refused request: one RequestRefused Warning each, for MAX_REFUSAL_PODS Pods. */
@@ -106,15 +91,14 @@ export class Reconciler {
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
+    this.handedOver = new HandedOver(this.now);
   }
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
   forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const map of [this.written, this.adopted]) {
-      for (const uid of map.keys()) if (!activeUids.has(uid)) map.delete(uid);
-    }
+    for (const uid of this.written.keys()) if (!activeUids.has(uid)) this.written.delete(uid);
     this.timings.forgetAllBut(activeUids);
-    for (const [id, { handedAtMs }] of this.prefetched) if (this.now() - handedAtMs > PREFETCH_FRESH_MS) this.prefetched.delete(id);
+    this.handedOver.forgetAllBut(activeUids);
   }
 
   /** A request's watch event arrived (for the timings only). */
@@ -124,13 +108,12 @@ export class Reconciler {
   }
 
   /** The fast path's hand-off: a request it has just created, acted on at once (its Pod is queued). */
-  adopt({ request, answers, timing }: Handoff): void {
+  adopt(handoff: Handoff): void {
+    const { request, timing } = handoff;
     const uid = request.metadata.uid;
     if (!uid) return;
-    this.adopted.set(uid, request);
+    this.handedOver.accept(handoff);
     this.timings.createdOnExit(uid, timing);
-    const handedAtMs = this.now();
-    for (const [containerID, answer] of answers) this.prefetched.set(containerID, { handedAtMs, answer });
     this.deps.requeue(namespacedKey(request.metadata.namespace!, request.spec.podName));
   }
 
@@ -299,9 +282,7 @@ export class Reconciler {
   /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */
   private requestsOf(namespace: string, podName: string): ContainerRecreateRequest[] {
     const cached = this.deps.cachedRequests(namespace).filter((r) => r.spec?.podName === podName);
-    for (const r of cached) this.adopted.delete(r.metadata.uid!);
-    const adopted = [...this.adopted.values()].filter((r) => r.metadata.namespace === namespace && r.spec.podName === podName);
-    return [...cached, ...adopted];
+    return this.handedOver.requestsOf(namespace, podName, cached);
   }
 
   /** Writes the plan's status; a refusal is reported (metric, log, Warning event) once written. */
@@ -356,19 +337,10 @@ export class Reconciler {
         views.set(c.name, { containerID, error: 'stop in progress' });
         return;
       }
-      const given = await this.takePrefetched(containerID);
+      const given = await this.handedOver.takeAnswer(containerID);
       views.set(c.name, { containerID, ...(given ? { container: given } : await this.inspect(containerID)) });
     }));
     return views;
-  }
-
-  /** The answer handed over for the container (awaited if still coming), when fresh enough to use. */
-  private async takePrefetched(containerID: string): Promise<RuntimeContainer | undefined> {
-    const entry = this.prefetched.get(containerID);
-    if (!entry) return undefined;
-    this.prefetched.delete(containerID);
-    const answer = await entry.answer;
-    return answer && this.now() - answer.atMs <= PREFETCH_FRESH_MS ? answer.container : undefined;
   }
 
   private async inspect(containerID: string): Promise<RuntimeView> {

@@ -37,6 +37,8 @@ export interface LeaderElectionOptions {
   onStartedLeading: () => void;
   /** Called when leadership is lost; the process should stop acting (and usually exit). */
   onStoppedLeading: () => void;
+  /** The clock leadership is timed by (default Date.now). */
+  now?: () => number;
 }
 
 /** Node's timers hold at most 2^31-1 ms. */
@@ -60,7 +62,7 @@ export class LeaderElector {
   private watchdog: NodeJS.Timeout | undefined;
   private inflight: Promise<void> | undefined;
   private observed: { record: string; atMs: number } | undefined;
-  /** When the write of the last successful acquisition or renewal was sent (Date.now()). */
+  /** When the write of the last successful acquisition or renewal was sent (by the clock `now`). */
   private lastRenewSentMs = 0;
 
   constructor(options: LeaderElectionOptions) {
@@ -69,6 +71,7 @@ export class LeaderElector {
       leaseDurationSeconds: options.leaseDurationSeconds ?? 15,
       renewDeadlineSeconds: options.renewDeadlineSeconds ?? 10,
       retryPeriodSeconds: options.retryPeriodSeconds ?? 2,
+      now: options.now ?? Date.now,
     };
     const { leaseDurationSeconds: lease, renewDeadlineSeconds: deadline, retryPeriodSeconds: retry } = this.o;
     if (![lease, deadline, retry].every((s) => Number.isFinite(s) && s > 0) || lease * 1000 > MAX_TIMER_MS) {
@@ -82,7 +85,7 @@ export class LeaderElector {
 
   /** Whether this replica leads; false as soon as the renew deadline has passed. */
   isLeader(): boolean {
-    return this.leading && Date.now() < this.deadlineMs();
+    return this.leading && this.o.now() < this.deadlineMs();
   }
 
   start(): void {
@@ -99,7 +102,7 @@ export class LeaderElector {
     this.leading = false;
     // Let a renewal in flight finish first (no longer than leadership could last anyway), so that
     // its write cannot land after the release and hold the Lease for another lease duration.
-    if (this.inflight) await waitAtMost(this.inflight, this.deadlineMs() - Date.now());
+    if (this.inflight) await waitAtMost(this.inflight, this.deadlineMs() - this.o.now());
     try {
       const lease = await this.client.get<Lease>(this.leasePath());
       if (lease.spec?.holderIdentity !== this.o.identity) return;
@@ -136,7 +139,7 @@ export class LeaderElector {
       this.o.log.warn('leader election: lease update failed', { error: errorMessage(err) });
     }
     if (this.stopped || this.lost) return;
-    const now = Date.now();
+    const now = this.o.now();
     if (this.leading && now >= this.deadlineMs()) {
       // The watchdog normally gets here first; a renewal that returns this late does not count.
       this.loseLeadership('the lease was not renewed in time');
@@ -168,9 +171,9 @@ export class LeaderElector {
     this.watchdog = setTimeout(() => {
       this.watchdog = undefined;
       if (!this.leading || this.stopped || this.lost) return;
-      if (Date.now() < this.deadlineMs()) this.armWatchdog();
+      if (this.o.now() < this.deadlineMs()) this.armWatchdog();
       else this.loseLeadership('the lease was not renewed in time');
-    }, Math.max(0, this.deadlineMs() - Date.now()));
+    }, Math.max(0, this.deadlineMs() - this.o.now()));
   }
 
   private loseLeadership(reason: string): void {
@@ -197,7 +200,7 @@ export class LeaderElector {
       lease = await this.client.get<Lease>(this.leasePath());
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      const sentAtMs = Date.now();
+      const sentAtMs = this.o.now();
       const now = microTime(new Date(sentAtMs));
       await this.client.create(resourcePath('coordination.k8s.io/v1', 'leases', namespace), {
         metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
@@ -209,12 +212,12 @@ export class LeaderElector {
     const record = `${holder}|${String(spec.renewTime)}|${spec.leaseDurationSeconds}`;
     // Observed when the GET returned: the record existed no later than that, so counting from here
     // never cuts the holder's lease short.
-    if (this.observed?.record !== record) this.observed = { record, atMs: Date.now() };
+    if (this.observed?.record !== record) this.observed = { record, atMs: this.o.now() };
     const duration = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
-    if (holder && holder !== identity && Date.now() < this.observed.atMs + duration) return { held: false, holder };
+    if (holder && holder !== identity && this.o.now() < this.observed.atMs + duration) return { held: false, holder };
 
     const takingOver = holder !== identity;
-    const sentAtMs = Date.now();
+    const sentAtMs = this.o.now();
     const now = microTime(new Date(sentAtMs));
     lease.spec = {
       ...spec,

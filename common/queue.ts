@@ -30,6 +30,8 @@ export interface WorkQueueOptions {
   baseBackoffMs?: number;
   /** The longest retry delay (default 60 s; never more than MAX_REQUEUE_MS). */
   maxBackoffMs?: number;
+  /** The clock that orders delayed adds (default Date.now). */
+  now?: () => number;
 }
 
 export class WorkQueue {
@@ -49,6 +51,7 @@ export class WorkQueue {
       ...options,
       baseBackoffMs: clampDelay(options.baseBackoffMs ?? 200),
       maxBackoffMs: clampDelay(options.maxBackoffMs ?? 60_000),
+      now: options.now ?? Date.now,
     };
   }
 
@@ -72,7 +75,7 @@ export class WorkQueue {
     if (this.stopped) return;
     const ms = clampDelay(requestedMs);
     if (ms === 0) return this.add(key);
-    const at = Date.now() + ms;
+    const at = this.options.now() + ms;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;
     if (existing) clearTimeout(existing.timer);

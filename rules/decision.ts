@@ -112,7 +112,14 @@ export interface PatchPhase extends DecisionBase {
 
 export type Decision = NotHandled | Wait | CreateRequest | SwapImages | PatchPhase;
 
-/** A delay fit for a timer: whole, within the work queue's bounds; NaN (a bad timestamp) counts as the most. */
-export function boundedDelayMs(ms: number): number {
+/**
+ * A delay fit for a timer, the one bound of every requeue the rules and the agent's planner ask for:
+ * whole, within the work queue's bounds; NaN (a bad timestamp) counts as the most, never as "now"
+ * (which would run the key again and again). undefined stays undefined (no requeue).
+ */
+export function boundedDelayMs(ms: number): number;
+export function boundedDelayMs(ms: number | undefined): number | undefined;
+export function boundedDelayMs(ms: number | undefined): number | undefined {
+  if (ms === undefined) return undefined;
   return Number.isNaN(ms) ? MAX_REQUEUE_MS : clampDelay(Math.ceil(ms));
 }

@@ -7,7 +7,7 @@ import { decide } from './decide.ts';
 import type { Decision } from './decision.ts';
 import { projectPod } from './projection.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
-import { requestName } from './requests.ts';
+import { DEFAULT_OPTIONS, requestName } from './requests.ts';
 
 export const UID = '0f7e8d6c-1111-2222-3333-444455556666';
 export const NOW = Date.parse('2025-01-01T00:10:00Z');
@@ -164,13 +164,7 @@ export function request(spec: RequestSpec): ExistingRequest {
   };
 }
 
-export const FAST_RETRY: SidecarTerminatorOptions = {
-  activeDeadlineSeconds: 300,
-  ttlSecondsAfterFinished: 1800,
-  retryBaseDelaySeconds: 10,
-  retryMaxDelaySeconds: 60,
-  sidecarStartTimeoutSeconds: 120,
-};
+export const FAST_RETRY: SidecarTerminatorOptions = { ...DEFAULT_OPTIONS, retryMaxDelaySeconds: 60 };
 
 /** Narrow a decision to one kind, failing the test otherwise. */
 export function expectKind<K extends Decision['kind']>(decision: Decision, kind: K): Extract<Decision, { kind: K }> {

@@ -47,7 +47,7 @@ export interface SidecarTerminatorOptions {
 
 export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   activeDeadlineSeconds: 300,
-  ttlSecondsAfterFinished: 1800,
+  ttlSecondsAfterFinished: 600,
   retryBaseDelaySeconds: 10,
   retryMaxDelaySeconds: 300,
   sidecarStartTimeoutSeconds: 120,

@@ -106,3 +106,50 @@ describe('imports flow one way', () => {
     assert.deepEqual(importers, []);
   });
 });
+
+/**
+ * The agent's fast path is one folder with one way in and one way out: only the agent's entry point
+ * (agent/main.ts, which builds FastPath) and the Reconciler (which takes its Handoff) import it, and
+ * it imports nothing of the agent's but the runtimes, the metrics and the timeline types, never the
+ * Reconciler or the planner.
+ */
+const FAST_PATH = 'agent/fast-path';
+const FAST_PATH_IMPORTERS: Record<string, string> = {
+  'agent/main.ts': 'agent/fast-path/fast-path.ts',
+  'agent/reconciler.ts': 'agent/fast-path/handoff.ts',
+};
+const FAST_PATH_MAY_USE = [/^agent\/runtime\//, /^agent\/runtime-registry\.ts$/, /^agent\/metrics\.ts$/, /^agent\/timeline\.ts$/];
+
+function resolved(file: string, specifier: string): string {
+  return path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
+}
+
+describe('the fast path (agent/fast-path/) has one way in', () => {
+  it('only agent/main.ts (FastPath) and agent/reconciler.ts (Handoff) import it, outside its own tests', () => {
+    const problems: string[] = [];
+    for (const file of tsFiles('agent')) {
+      if (file.startsWith(`${FAST_PATH}/`) || file.endsWith('.test.ts')) continue;
+      for (const specifier of specifiers(readFileSync(path.join(ROOT, file), 'utf8'))) {
+        const target = resolved(file, specifier);
+        if (!target.startsWith(`${FAST_PATH}/`)) continue;
+        if (FAST_PATH_IMPORTERS[file] !== target) problems.push(`${file} imports ${target}`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('its files import of the agent only the runtimes, the metrics and the timeline (never the Reconciler or the planner)', () => {
+    const problems: string[] = [];
+    const files = tsFiles(FAST_PATH).filter((f) => !f.endsWith('.test.ts'));
+    assert.ok(files.length >= 5, `only ${files.length} files read`);
+    for (const file of files) {
+      for (const specifier of specifiers(readFileSync(path.join(ROOT, file), 'utf8'))) {
+        if (!specifier.startsWith('.')) continue;
+        const target = resolved(file, specifier);
+        if (!target.startsWith('agent/') || target.startsWith(`${FAST_PATH}/`)) continue;
+        if (!FAST_PATH_MAY_USE.some((allowed) => allowed.test(target))) problems.push(`${file} imports ${target}`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+});

@@ -85,6 +85,7 @@ export class ExitHandler {
     this.now = deps.now ?? Date.now;
     this.queue = new WorkQueue({
       workers: deps.workers,
+      now: this.now,
       handler: (key) => this.handle(key),
       onError: (key, err, retryInMs) => deps.log.warn('could not act on a container exit, retrying', { pod: key, error: errorMessage(err), retryInMs }),
     });

@@ -22,3 +22,56 @@ export interface Handoff {
   answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>>;
   timing: CreatedOnExit;
 }
+
+/**
+ * How old a runtime answer handed over may be and still be used, from when it arrived: a
+ * container's labels never change; its state may, and an exited container's stop does nothing.
+ * Older, the runtime is asked again.
+ */
+const ANSWER_FRESH_MS = 1_000;
+
+/**
+ * What the Reconciler keeps of the hand-offs: each request until its watch event arrives (acted on
+ * at once instead of one watch event later; the API has it, so nothing is lost with the process),
+ * and each answer until the reconcile that first plans a stop of its container takes it.
+ */
+export class HandedOver {
+  /** By uid. */
+  private readonly requests = new Map<string, ContainerRecreateRequest>();
+  /** By `<runtime>://<id>`, with when it was handed over. */
+  private readonly answers = new Map<string, { handedAtMs: number; answer: Promise<RuntimeAnswer | undefined> }>();
+  private readonly now: () => number;
+
+  constructor(now: () => number) {
+    this.now = now;
+  }
+
+  accept({ request, answers }: Handoff): void {
+    if (!request.metadata.uid) return;
+    this.requests.set(request.metadata.uid, request);
+    const handedAtMs = this.now();
+    for (const [containerID, answer] of answers) this.answers.set(containerID, { handedAtMs, answer });
+  }
+
+  /** The Pod's requests: those of the watch cache, and those handed over that the watch has not delivered yet. */
+  requestsOf(namespace: string, podName: string, cached: readonly ContainerRecreateRequest[]): ContainerRecreateRequest[] {
+    for (const r of cached) this.requests.delete(r.metadata.uid!);
+    const handed = [...this.requests.values()].filter((r) => r.metadata.namespace === namespace && r.spec.podName === podName);
+    return [...cached, ...handed];
+  }
+
+  /** The answer handed over for the container (awaited if still coming), once, when fresh enough to use. */
+  async takeAnswer(containerID: string): Promise<RuntimeContainer | undefined> {
+    const entry = this.answers.get(containerID);
+    if (!entry) return undefined;
+    this.answers.delete(containerID);
+    const answer = await entry.answer;
+    return answer && this.now() - answer.atMs <= ANSWER_FRESH_MS ? answer.container : undefined;
+  }
+
+  /** Drops requests no longer active and answers handed over too long ago to be used. */
+  forgetAllBut(activeUids: ReadonlySet<string>): void {
+    for (const uid of this.requests.keys()) if (!activeUids.has(uid)) this.requests.delete(uid);
+    for (const [id, { handedAtMs }] of this.answers) if (this.now() - handedAtMs > ANSWER_FRESH_MS) this.answers.delete(id);
+  }
+}
