@@ -22,7 +22,7 @@ import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { requestPath } from '../api/container-recreate-request.ts';
-import type { CachedPod } from './sidecar-controller.ts';
+import type { WatchedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
@@ -108,7 +108,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   // Only Pods that may need their sidecars stopped are kept, and only as a compact projection;
   // the API server already leaves out restartPolicy Always Pods (most of a cluster).
   const podSelector = 'spec.restartPolicy!=Always';
-  const pods = new ProjectingInformer<V1Pod, CachedPod>({
+  const pods = new ProjectingInformer<V1Pod, WatchedPod>({
     client,
     path: podPath(),
     fieldSelector: podSelector,

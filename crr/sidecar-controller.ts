@@ -45,7 +45,7 @@ export const EXISTS_RECHECK_MS = 2_000;
 type CreateOutcome = { kind: 'created' } | { kind: 'exists' } | { kind: 'rejected'; message: string };
 
 /** A watched Pod: its projection and when the update that produced it arrived. */
-export interface CachedPod {
+export interface WatchedPod {
   pod: PodProjection;
   receivedAtMs: number;
 }
@@ -53,7 +53,7 @@ export interface CachedPod {
 export interface SidecarControllerDeps {
   /** Creates requests; patches Pods (images, status). */
   client: Pick<KubeApi, 'create' | 'patch'>;
-  cachedPod: (key: string) => CachedPod | undefined;
+  cachedPod: (key: string) => WatchedPod | undefined;
   requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
   nodeKind: (nodeName: string) => Promise<NodeKind>;

@@ -5,6 +5,7 @@ import { createLogger } from '../../common/log.ts';
 import { main, makePod, sidecar, UID } from '../../rules/fixtures.ts';
 import { projectPod } from '../../rules/projection.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import { containerIDOf } from '../runtime/container-id.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import { SidecarOwners } from './sidecar-owners.ts';
 
@@ -42,9 +43,9 @@ describe('SidecarOwners', () => {
     h.owners.podChanged(KEY, podWith('containerd://p1'));
     await settle();
     assert.deepEqual(h.asked, ['p1']);
-    assert.deepEqual(h.owners.ownerOf('containerd://p1'), OWNER);
+    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', 'p1')), OWNER);
     h.owners.podChanged(KEY, undefined);
-    assert.equal(h.owners.ownerOf('containerd://p1'), undefined);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
   });
 
   it('a new container ID in the status (restarted): the old one forgotten, the new one read', async () => {
@@ -54,8 +55,8 @@ describe('SidecarOwners', () => {
     h.owners.podChanged(KEY, podWith('containerd://p2'));
     await settle();
     assert.deepEqual(h.asked, ['p1', 'p2']);
-    assert.equal(h.owners.ownerOf('containerd://p1'), undefined);
-    assert.deepEqual(h.owners.ownerOf('containerd://p2'), OWNER);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
+    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', 'p2')), OWNER);
   });
 
   it('keeps nothing the runtime did not say of that very container: no labels, another ID, no answer, an error', async () => {
@@ -69,7 +70,7 @@ describe('SidecarOwners', () => {
       const h = harness(answer);
       h.owners.podChanged(KEY, podWith('containerd://p1'));
       await settle();
-      assert.equal(h.owners.ownerOf('containerd://p1'), undefined);
+      assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
     }
   });
 
@@ -80,7 +81,7 @@ describe('SidecarOwners', () => {
     h.owners.podChanged(KEY, undefined);
     h.release();
     await settle();
-    assert.equal(h.owners.ownerOf('containerd://p1'), undefined);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
   });
 
   it('a container ID of a runtime the node does not have, or malformed: not asked', async () => {

@@ -6,14 +6,15 @@ import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
 import { classify } from '../../rules/classify.ts';
 import type { PodProjection } from '../../rules/projection.ts';
+import type { ContainerID } from '../runtime/container-id.ts';
+import { parseContainerID } from '../runtime/container-id.ts';
 import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerOwner } from '../runtime/types.ts';
 
 export class SidecarOwners {
-  /** By `<runtime>://<id>`. */
-  private readonly owners = new Map<string, ContainerOwner>();
+  private readonly owners = new Map<ContainerID, ContainerOwner>();
   /** By Pod key: the sidecar container IDs its status reports (asked about, or being asked). */
-  private readonly idsByPod = new Map<string, Set<string>>();
+  private readonly idsByPod = new Map<string, Set<ContainerID>>();
   private readonly runtimes: Pick<RuntimeRegistry, 'forContainer'>;
   private readonly log: Logger;
 
@@ -23,14 +24,14 @@ export class SidecarOwners {
   }
 
   /** The labels of a container, if read. */
-  ownerOf(containerID: string): ContainerOwner | undefined {
+  ownerOf(containerID: ContainerID): ContainerOwner | undefined {
     return this.owners.get(containerID);
   }
 
   /** The Pod changed (undefined: gone, or no longer one the rules may concern). */
   podChanged(podKey: string, pod: PodProjection | undefined): void {
     const wanted = new Set(pod ? sidecarContainerIDs(pod) : []);
-    const known = this.idsByPod.get(podKey) ?? new Set<string>();
+    const known = this.idsByPod.get(podKey) ?? new Set<ContainerID>();
     for (const id of known) {
       if (!wanted.has(id)) this.owners.delete(id);
     }
@@ -39,7 +40,7 @@ export class SidecarOwners {
     for (const id of wanted) if (!known.has(id)) this.read(podKey, id);
   }
 
-  private read(podKey: string, containerID: string): void {
+  private read(podKey: string, containerID: ContainerID): void {
     const target = this.runtimes.forContainer(containerID);
     if (!('runtime' in target)) return;
     const { runtime, container: parsed } = target;
@@ -54,8 +55,11 @@ export class SidecarOwners {
   }
 }
 
-/** The container IDs the Pod status reports for the sidecars a request would stop. */
-function sidecarContainerIDs(pod: PodProjection): string[] {
+/** The well-formed container IDs the Pod status reports for the sidecars a request would stop. */
+function sidecarContainerIDs(pod: PodProjection): ContainerID[] {
   const sidecars = new Set(classify(pod).sidecars.filter((s) => s.viaRequest).map((s) => s.name));
-  return pod.statuses.flatMap((s) => (sidecars.has(s.name) && s.containerID ? [s.containerID] : []));
+  return pod.statuses.flatMap((s) => {
+    const parsed = sidecars.has(s.name) && s.containerID ? parseContainerID(s.containerID) : undefined;
+    return parsed ? [parsed.full] : [];
+  });
 }
