@@ -50,7 +50,7 @@ describe('parseAgentConfig', () => {
       assert.throws(() => parseAgentConfig([`${flag}=${value}`], { NODE_NAME: 'n1' }), message);
     });
   }
-  it('--prestop-http-hooks: true by default; false (client-go\'s boolean forms) turns HTTP hooks off', () => {
+  it('R38: --prestop-http-hooks: true by default; false (client-go\'s boolean forms) turns HTTP hooks off', () => {
     assert.equal(parseAgentConfig([], { NODE_NAME: 'n1' }).prestopHttpHooks, true);
     assert.equal(parseAgentConfig(['--prestop-http-hooks=false'], { NODE_NAME: 'n1' }).prestopHttpHooks, false);
     assert.equal(parseAgentConfig(['--prestop-http-hooks', 'f'], { NODE_NAME: 'n1' }).prestopHttpHooks, false);

@@ -5,7 +5,7 @@ import { projectAgentPod } from './pod.ts';
 import { kubeletRestarts } from './request-plan.ts';
 
 describe('projectAgentPod', () => {
-  it('keeps a container\'s own restartPolicy and rules, which decide whether kubelet runs it again (R40)', () => {
+  it('keeps a container\'s own restartPolicy and rules, which decide whether kubelet runs it again (R41)', () => {
     const pod: V1Pod = {
       metadata: { namespace: 'ns', name: 'p', uid: 'u' },
       spec: {

@@ -42,7 +42,7 @@ export interface AgentContainerSpec {
   ports?: ContainerPort[];
   /** `lifecycle.stopSignal` (e.g. SIGUSR1): the signal the container is stopped with, instead of the image's. */
   stopSignal?: string;
-  /** Its own restartPolicy and rules (1.34+): whether kubelet starts it again after an exit (R40). */
+  /** Its own restartPolicy and rules (1.34+): whether kubelet starts it again after an exit (R41). */
   restart?: ContainerRestartProjection;
 }
 
@@ -63,7 +63,7 @@ export interface AgentPod {
   statuses: AgentContainerStatus[];
   /** Our readiness condition: status and when it last changed (ms since epoch). */
   readiness?: { status: string; sinceMs: number };
-  /** The controller set the Pod's phase (condition SidecarTerminated=True): what still runs is ours to stop (R51). */
+  /** The controller set the Pod's phase (condition SidecarTerminated=True): what still runs is ours to stop (R45). */
   phaseSetBySidecarTerminator?: boolean;
 }
 

@@ -13,7 +13,7 @@ import type { ContainerRuntime } from './runtime/types.ts';
 const noRuntime = {} as ContainerRuntime;
 const target = (over: Partial<HookTarget> = {}): HookTarget => ({ runtime: noRuntime, containerID: 'c', podIP: '127.0.0.1', ...over });
 
-describe('runPreStop', () => {
+describe('runPreStop (R38)', () => {
   let server: http.Server;
   let port: number;
   const seen: { path?: string; header?: string }[] = [];

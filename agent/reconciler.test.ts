@@ -241,7 +241,7 @@ describe('Reconciler', () => {
     assert.equal(h.counts.get('refused{"reason":"runtime-owner-missing"}'), 1);
   });
 
-  it('resumes a stop an earlier agent began: no hook, no Killing event', async () => {
+  it('R40: resumes a stop an earlier agent began: no hook, no Killing event', async () => {
     const h = harness({ crr: request([{ name: 'proxy', phase: 'Recreating', isKilled: true }]) });
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
@@ -259,7 +259,7 @@ describe('Reconciler', () => {
     assert.ok(h.stopTimeouts[0]! <= MAX_STRATEGY_SECONDS && h.stopTimeouts[0]! >= MAX_STRATEGY_SECONDS - 1, `timeout ${h.stopTimeouts[0]}`);
   });
 
-  it('drain waits for a stop under way, then takes no new work', async () => {
+  it('R42: drain waits for a stop under way, then takes no new work', async () => {
     const h = harness({ holdStops: true });
     await h.reconciler.reconcile(KEY);
     assert.equal(h.reconciler.stopsInFlight(), 1);
@@ -278,14 +278,14 @@ describe('Reconciler', () => {
     assert.equal(h.calls.length, before, 'nothing done after the drain');
   });
 
-  it('drain gives up after its bound', async () => {
+  it('R42: drain gives up after its bound', async () => {
     const h = harness({ holdStops: true });
     await h.reconciler.reconcile(KEY);
     assert.equal(await h.reconciler.drain(30), false);
     h.release();
   });
 
-  it('a stop not yet recorded when the shutdown began is left whole to the next agent', async () => {
+  it('R42: a stop not yet recorded when the shutdown began is left whole to the next agent', async () => {
     let answer = (_c: RuntimeContainer) => {};
     const h = harness({ status: (id, call) => (call === 0 ? new Promise((resolve) => { answer = resolve; }) : running(id)) });
     const reconciling = h.reconciler.reconcile(KEY);
@@ -484,7 +484,7 @@ describe('Reconciler: the API server\'s answers', () => {
 /** The Pod without the proxy's preStop hook. */
 const hookless = () => agentPod({ containers: [{ name: 'main' }, { name: 'proxy' }] });
 
-describe('Reconciler: a stop without a hook', () => {
+describe('Reconciler: a stop without a hook (R39)', () => {
   it('is sent at once, on the runtime view just taken, beside the isKilled write: one status call, one stop', async () => {
     const h = harness({ pod: hookless() });
     await h.reconciler.reconcile(KEY);
@@ -533,7 +533,7 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(h.calls.filter((c) => c.startsWith('stop')).length, 1);
   });
 
-  it(`a Pod's stops are sent ${STOPS_PER_POD} at a time (one containerd 2 shim serves the whole Pod), the next as one ends`, async () => {
+  it(`R39: a Pod's stops are sent ${STOPS_PER_POD} at a time (one containerd 2 shim serves the whole Pod), the next as one ends`, async () => {
     const names = Array.from({ length: STOPS_PER_POD + 4 }, (_, i) => `side-${i}`);
     const pod = agentPod({
       containers: [{ name: 'main' }, ...names.map((name) => ({ name }))],
@@ -550,7 +550,7 @@ describe('Reconciler: a stop without a hook', () => {
     assert.equal(stops(), names.length);
   });
 
-  it('a request this agent created is carried out before its watch event, once, and logged with its timeline', async () => {
+  it('R43, R44: a request this agent created is carried out before its watch event, once, and logged with its timeline', async () => {
     const h = harness({ pod: hookless() });
     const created = h.api.object<ContainerRecreateRequest>(REQUEST)!;
     h.cache.stale = [];
@@ -636,7 +636,7 @@ describe('Reconciler: a stop without a hook', () => {
   });
 });
 
-describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run', () => {
+describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R38)', () => {
   it('the Pod spec\'s stopSignal is handed to the runtime with the stop', async () => {
     const h = harness({ pod: agentPod({ containers: [{ name: 'main' }, { name: 'proxy', stopSignal: 'SIGUSR1' }] }) });
     await h.reconciler.reconcile(KEY);
@@ -659,7 +659,7 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run', 
     });
   }
 
-  it('a hook runs at most once per container: a request past its deadline while the agent was down, then the next request', async () => {
+  it('R39: a hook runs at most once per container: a request past its deadline while the agent was down, then the next request', async () => {
     // The first agent records isKilled and the hook's container, runs the hook, and dies before the stop.
     const h = harness({ stop: () => new Promise(() => {}) });
     await h.reconciler.reconcile(KEY);
@@ -696,7 +696,7 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run', 
   });
 });
 
-describe('Reconciler: a Pod\'s requests side by side (R33, R34)', () => {
+describe('Reconciler: a Pod\'s requests side by side (R34, R35)', () => {
   /** Another request of the Pod, stored next to r1 (created a minute earlier unless `createdAgoMs`). */
   function another(h: Harness, name: string, over: { uidLabel?: string; contextID?: string; strategy?: object; createdAgoMs?: number } = {}): void {
     const base = request(undefined, over.contextID ?? 'containerd://proxy-1');
@@ -741,7 +741,7 @@ describe('Reconciler: a Pod\'s requests side by side (R33, R34)', () => {
   });
 });
 
-describe('Reconciler: containers left running in a Pod whose phase the controller set (R51)', () => {
+describe('Reconciler: containers left running in a Pod whose phase the controller set (R45)', () => {
   const finished = () => agentPod({
     phase: 'Succeeded', phaseSetBySidecarTerminator: true, terminationGracePeriodSeconds: 12,
     containers: [{ name: 'main' }, { name: 'proxy' }],

@@ -175,7 +175,7 @@ export class Reconciler {
       return;
     }
 
-    // Each request waits only behind an older one that holds one of its containers (R33).
+    // Each request waits only behind an older one that holds one of its containers (R34).
     const free: ContainerRecreateRequest[] = [];
     for (const [i, r] of requests.entries()) {
       const queuedBehind = blockingRequest(r, requests.slice(0, i), pod);
@@ -242,7 +242,7 @@ export class Reconciler {
     return started;
   }
 
-  /** R51: what still runs in a Pod whose phase the controller set is stopped now, within its grace. */
+  /** R45: what still runs in a Pod whose phase the controller set is stopped now, within its grace. */
   private async stopLeftovers(pod: AgentPod, key: string): Promise<void> {
     const leftovers = leftoverContainers(pod).filter((s) => !this.stops.has(s.containerID));
     if (leftovers.length === 0) return;
@@ -292,7 +292,7 @@ export class Reconciler {
     if (!changed) return written;
     if (plan.refusal) this.reportRefusal(crr, pod, plan.refusal);
     for (const event of plan.events) {
-      // One RequestRefused a Pod (R34): a namespace's requests cannot flood it with Warnings.
+      // One RequestRefused a Pod (R35): a namespace's requests cannot flood it with Warnings.
       if (event.reason === EVENT_REASONS.requestRefused && !this.refusalTold.first(pod.uid)) continue;
       this.deps.events.emit(podRef(pod), event);
     }

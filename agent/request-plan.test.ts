@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import { blockingRequest, capRequeueMs, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
+import { boundedDelayMs } from '../rules/decision.ts';
+import { blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
@@ -93,7 +94,7 @@ describe('planRequest: one container', () => {
   }
 });
 
-describe('planRequest: recreated containers', () => {
+describe('planRequest: recreated containers (R41)', () => {
   const recreated = status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1, startedAtMs: NOW - 5_000 });
   const withPod = pod({ restartPolicy: 'Always', statuses: [status('main'), recreated] });
 
@@ -186,7 +187,7 @@ describe('planRequest: several containers', () => {
   });
 });
 
-describe('planRequest: unreadyGracePeriodSeconds', () => {
+describe('planRequest: unreadyGracePeriodSeconds (R33)', () => {
   const strategy = { unreadyGracePeriodSeconds: 10 };
   it('waits for the Pod to be marked not-ready', () => {
     const plan = planRequest(input({ crr: crr(['proxy'], strategy) }));
@@ -204,7 +205,7 @@ describe('planRequest: unreadyGracePeriodSeconds', () => {
   });
 });
 
-describe('kubeletRestarts (R40, with R7\'s restartAfterExit)', () => {
+describe('kubeletRestarts (R41, with R7\'s restartAfterExit)', () => {
   const running = (restartPolicy: AgentPod['restartPolicy'], restart?: AgentContainerSpec['restart']) =>
     ({ phase: 'Running' as const, restartPolicy, containers: [{ name: 'proxy', ...(restart ? { restart } : {}) }] });
   const table: [string, ReturnType<typeof running>, number | undefined, boolean][] = [
@@ -226,7 +227,7 @@ describe('kubeletRestarts (R40, with R7\'s restartAfterExit)', () => {
   }
 });
 
-describe('planRequest: only the Pod status names the container acted on', () => {
+describe('planRequest: only the Pod status names the container acted on (R36)', () => {
   const forged = (containerID: string): ContainerRecreateRequest =>
     withSpec(crr(['proxy']), { containers: [{ name: 'proxy', statusContext: { containerID, restartCount: 0 } }] });
   // Another namespace's container, which the agent could stop: the creator knows its ID.
@@ -284,7 +285,7 @@ describe('planRequest: only the Pod status names the container acted on', () => 
   });
 });
 
-describe('planRequest: runtime labels must name the request\'s Pod and container', () => {
+describe('planRequest: runtime labels must name the request\'s Pod and container (R37)', () => {
   const mismatches: { name: string; owner: Partial<ContainerOwner>; says: RegExp }[] = [
     { name: 'another namespace', owner: { podNamespace: 'other' }, says: /belongs to Pod other\/job-pod \(uid uid-1\) container proxy by its kubelet labels/ },
     { name: 'another Pod (uid)', owner: { podUid: 'uid-9' }, says: /belongs to Pod ns\/job-pod \(uid uid-9\) container proxy/ },
@@ -337,7 +338,7 @@ describe('planRequest: runtime labels must name the request\'s Pod and container
   });
 });
 
-describe('planRequest: request labels and node', () => {
+describe('planRequest: request labels and node (R35)', () => {
   const noLabel = crr(['proxy']);
   noLabel.metadata.labels = {};
   const cases: { name: string; in: Partial<RequestInputs>; reason: string; message: RegExp }[] = [
@@ -368,7 +369,7 @@ describe('planRequest: request labels and node', () => {
   });
 });
 
-describe('planRequest: a terminal Pod restarts nothing', () => {
+describe('planRequest: a terminal Pod restarts nothing (R41)', () => {
   const table: { phase: AgentPod['phase']; policy: AgentPod['restartPolicy']; code: number; expect: string }[] = [
     { phase: 'Succeeded', policy: 'OnFailure', code: 143, expect: 'Succeeded' },
     { phase: 'Failed', policy: 'OnFailure', code: 137, expect: 'Succeeded' },
@@ -396,7 +397,7 @@ describe('planRequest: a terminal Pod restarts nothing', () => {
   });
 });
 
-describe('planRequest: resuming a stop an earlier agent began', () => {
+describe('planRequest: resuming a stop an earlier agent began (R40)', () => {
   it('first stop: hook and ports from the Pod spec, not resumed', () => {
     const plan = planRequest(input({}));
     assert.deepEqual(plan.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: false, preStop: { exec: { command: ['/bin/drain'] } }, ports: [{ name: 'admin', containerPort: 15000 }] }]);
@@ -418,7 +419,7 @@ describe('planRequest: resuming a stop an earlier agent began', () => {
   });
 });
 
-describe('hookRefusal: which preStop hooks the agent runs', () => {
+describe('hookRefusal (R38): which preStop hooks the agent runs', () => {
   const rows: { name: string; hook: object; httpHooks?: boolean; refused?: RegExp }[] = [
     { name: 'exec', hook: { exec: { command: ['/bin/drain'] } } },
     { name: 'exec without a command', hook: { exec: {} }, refused: /exec preStop hook has no command/ },
@@ -440,7 +441,7 @@ describe('hookRefusal: which preStop hooks the agent runs', () => {
   }
 });
 
-describe('planRequest: stop signal and hooks as kubelet has them', () => {
+describe('planRequest: stop signal and hooks as kubelet has them (R38)', () => {
   const withSidecar = (over: Partial<AgentPod['containers'][number]>) =>
     pod({ containers: [{ name: 'main' }, { name: 'proxy', ...over }] });
 
@@ -450,7 +451,7 @@ describe('planRequest: stop signal and hooks as kubelet has them', () => {
     const resumed = planRequest(input({ pod: sig, crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
     assert.deepEqual(resumed.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: true, stopSignal: 'SIGUSR1' }]);
   });
-  it('a sleep hook is run (before the stop), and recorded with isKilled', () => {
+  it('R39: a sleep hook is run (before the stop), and recorded with isKilled', () => {
     const plan = planRequest(input({ pod: withSidecar({ preStop: { sleep: { seconds: 6 } } }) }));
     assert.deepEqual(plan.stops[0]?.preStop, { sleep: { seconds: 6 } });
     assert.deepEqual(plan.status.containerRecreateStates, [{ name: 'proxy', phase: 'Recreating', isKilled: true, preStopContainerID: 'containerd://proxy-1' }]);
@@ -468,7 +469,7 @@ describe('planRequest: stop signal and hooks as kubelet has them', () => {
       assert.equal(plan.status.containerRecreateStates?.[0]?.preStopContainerID, undefined);
     });
   }
-  it('a hook another request already started for this container is not run again; the stop goes on', () => {
+  it('R39: a hook another request already started for this container is not run again; the stop goes on', () => {
     const plan = planRequest(input({ preStopsStarted: new Set(['containerd://proxy-1']) }));
     assert.deepEqual(plan.stops, [{ name: 'proxy', containerID: 'containerd://proxy-1', graceSeconds: 30, resumed: false }]);
     assert.equal(plan.status.containerRecreateStates?.[0]?.preStopContainerID, undefined);
@@ -477,7 +478,7 @@ describe('planRequest: stop signal and hooks as kubelet has them', () => {
     const plan = planRequest(input({ preStopsStarted: new Set(['containerd://proxy-0']) }));
     assert.deepEqual(plan.stops[0]?.preStop, { exec: { command: ['/bin/drain'] } });
   });
-  it('the record stays on the request whatever the container does since (exited, deadline)', () => {
+  it('R39: the record stays on the request whatever the container does since (exited, deadline)', () => {
     const started: ContainerRecreateState = { name: 'proxy', phase: 'Recreating', isKilled: true, preStopContainerID: 'containerd://proxy-1' };
     const exitedPlan = planRequest(input({ crr: crr(['proxy'], {}, [started]), runtime: new Map([['proxy', exited('proxy', 143)]]) }));
     assert.equal(exitedPlan.status.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
@@ -489,7 +490,7 @@ describe('planRequest: stop signal and hooks as kubelet has them', () => {
 });
 
 describe('bounds', () => {
-  it('grace: the strategy\'s, else the Pod\'s, capped at MAX_STRATEGY_SECONDS', () => {
+  it('grace (R38): the strategy\'s, else the Pod\'s, capped at MAX_STRATEGY_SECONDS', () => {
     assert.equal(graceSecondsOf(5, 30), 5);
     assert.equal(graceSecondsOf(undefined, 30), 30);
     assert.equal(graceSecondsOf(0, 30), 0);
@@ -506,11 +507,12 @@ describe('bounds', () => {
     const plan = planRequest(input({ crr: crr(['proxy'], { terminationGracePeriodSeconds: 10 ** 7 }) }));
     assert.equal(plan.stops[0]?.graceSeconds, MAX_STRATEGY_SECONDS);
   });
-  it('capRequeueMs', () => {
-    assert.equal(capRequeueMs(undefined), undefined);
-    assert.equal(capRequeueMs(1_500.2), 1_501);
-    assert.equal(capRequeueMs(-5), 0);
-    assert.equal(capRequeueMs(10 ** 15), MAX_REQUEUE_MS);
+  it('the requeue delay, bounded as the controller\'s (boundedDelayMs): NaN waits the longest', () => {
+    assert.equal(boundedDelayMs(undefined), undefined);
+    assert.equal(boundedDelayMs(1_500.2), 1_501);
+    assert.equal(boundedDelayMs(-5), 0);
+    assert.equal(boundedDelayMs(10 ** 15), MAX_REQUEUE_MS);
+    assert.equal(boundedDelayMs(Number.NaN), MAX_REQUEUE_MS);
     assert.ok(MAX_REQUEUE_MS <= 3_600_000);
   });
   const recreatedPod = pod({ restartPolicy: 'Always', statuses: [status('main'), status('proxy', { containerID: 'containerd://proxy-2', restartCount: 1, startedAtMs: NOW - 1_000 })] });
@@ -540,7 +542,7 @@ describe('kubeletRestarts in a terminal Pod', () => {
   it('Running, OnFailure, exit 143 → true', () => assert.equal(kubeletRestarts({ phase: 'Running', restartPolicy: 'OnFailure', containers: [{ name: 'proxy' }] }, 'proxy', 143), true));
 });
 
-describe('blockingRequest (R33): a request waits only behind an older one holding one of its containers', () => {
+describe('blockingRequest (R34): a request waits only behind an older one holding one of its containers', () => {
   const named = (name: string, request: ContainerRecreateRequest): ContainerRecreateRequest => ({ ...request, metadata: { ...request.metadata, name } });
   const ours = named('sidecar-termination-uid-1', crr(['proxy']));
   const stale = (strategy: CRRStrategy = {}, states?: ContainerRecreateState[]): ContainerRecreateRequest => {
@@ -575,7 +577,7 @@ describe('blockingRequest (R33): a request waits only behind an older one holdin
   });
 });
 
-describe('leftoverStops (R51): what still runs once the controller set the phase', () => {
+describe('leftoverStops (R45): what still runs once the controller set the phase', () => {
   // Two ignore-exit-code sidecars that ignore SIGTERM, one with a hook; the phase set by the controller.
   const finished = (over: Partial<AgentPod> = {}) => pod({
     phase: 'Succeeded', phaseSetBySidecarTerminator: true, terminationGracePeriodSeconds: 12,

@@ -7,13 +7,13 @@
 // the one the Pod status (as the API server shows it) reports for that name, the hook and its ports
 // come from the Pod spec, and the runtime's kubelet labels of that container must name the very Pod
 // and container before anything is executed or stopped. `statusContext` only pins the attempt.
-import { clampDelay } from '../common/queue.ts';
 import type { PodEvent } from '../common/events.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
-import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { completedStatus, LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
+import { boundedDelayMs } from '../rules/decision.ts';
 import { restartAfterExit } from '../rules/main-done.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
 import { parseContainerID } from './runtime/container-id.ts';
@@ -128,12 +128,6 @@ export function graceSecondsOf(strategySeconds: number | undefined, podSeconds: 
   return Math.min(MAX_STRATEGY_SECONDS, Math.max(0, Math.floor(seconds)));
 }
 
-/** A requeue delay within 0..MAX_REQUEUE_MS (the work queue's bound), or undefined. */
-export function capRequeueMs(ms: number | undefined): number | undefined {
-  if (ms === undefined || Number.isNaN(ms)) return undefined;
-  return clampDelay(Math.ceil(ms));
-}
-
 const refusedMessage = (what: string) => `refused: ${what}; nothing was executed`;
 
 /**
@@ -172,7 +166,7 @@ export function planRequest(input: RequestInputs): RequestPlan {
     return {
       status: { phase: 'Pending', message: `waiting for ${input.queuedBehind}, which holds a container of this request`, containerRecreateStates: states },
       stops: [],
-      requeueAfterMs: capRequeueMs(untilDeadline),
+      requeueAfterMs: boundedDelayMs(untilDeadline),
       events: [],
     };
   }
@@ -217,12 +211,12 @@ export function planRequest(input: RequestInputs): RequestPlan {
   const failed = states.filter((s) => s.phase === 'Failed');
   if ((failFast && failed.length > 0) || states.every(isFinal)) {
     // With failurePolicy Fail, nothing more is stopped once a container failed.
-    return { status: completedStatus(states, failed, nowMs), stops: failFast && failed.length > 0 ? [] : stops, events: [] };
+    return { status: finishedStatus(states, failed, nowMs), stops: failFast && failed.length > 0 ? [] : stops, events: [] };
   }
   return {
     status: { phase: 'Recreating', containerRecreateStates: states },
     stops,
-    requeueAfterMs: capRequeueMs(minDefined(requeueAfterMs, untilDeadline)),
+    requeueAfterMs: boundedDelayMs(minDefined(requeueAfterMs, untilDeadline)),
     events: [],
   };
 }
@@ -288,7 +282,7 @@ export function hookRefusal(hook: Handler, httpHooks: boolean): string | undefin
 }
 
 /**
- * R51: a Pod whose phase the controller set (ignore-exit-code sidecars, R22) while containers still
+ * R45: a Pod whose phase the controller set (ignore-exit-code sidecars, R23) while containers still
  * run. Kubelet never leaves a terminal phase and stops them itself, but only at its next sync of the
  * Pod (about 85 s seen), while the scheduler already counts their resources as free. So the agent
  * stops them now, each within the Pod's grace period: from the current state alone, so a restarted
@@ -310,7 +304,7 @@ function hasPreStop(pod: AgentPod, name: string): boolean {
 
 /**
  * The stops of leftoverContainers the runtime confirms: the very container the Pod status reports,
- * still running, and labelled by kubelet as this Pod's (R36). No hook, no request.
+ * still running, and labelled by kubelet as this Pod's (R37). No hook, no request.
  */
 export function leftoverStops(pod: AgentPod, runtime: ReadonlyMap<string, RuntimeView>): StopOrder[] {
   const graceSeconds = graceSecondsOf(undefined, pod.terminationGracePeriodSeconds);
@@ -467,20 +461,19 @@ function refused(input: RequestInputs, recorded: Map<string, ContainerRecreateSt
     const state = recorded.get(c.name) ?? pending(c.name);
     return c.name === container ? { ...state, phase: 'Failed', message: refusal.message } : state;
   });
-  const status: CRRStatus = { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message: refusal.message, containerRecreateStates: states };
+  const status = completedStatus(nowMs, { message: refusal.message, containerRecreateStates: states });
   const event: PodEvent = { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `Request ${crr.metadata.name} ${refusal.message}` };
   return { status, stops: [], refusal: bare, events: [event] };
 }
 
 function complete(crr: ContainerRecreateRequest, recorded: Map<string, ContainerRecreateState>, message: string, nowMs: number): RequestPlan {
   const states = crr.spec.containers.map((c) => recorded.get(c.name) ?? pending(c.name));
-  return { status: { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), message, containerRecreateStates: states }, stops: [], events: [] };
+  return { status: completedStatus(nowMs, { message, containerRecreateStates: states }), stops: [], events: [] };
 }
 
-function completedStatus(states: ContainerRecreateState[], failed: ContainerRecreateState[], nowMs: number): CRRStatus {
-  const status: CRRStatus = { phase: 'Completed', completionTime: new Date(nowMs).toISOString(), containerRecreateStates: states };
-  if (failed.length > 0) status.message = failed.map((s) => `${s.name}: ${s.message ?? 'failed'}`).join('; ');
-  return status;
+function finishedStatus(states: ContainerRecreateState[], failed: ContainerRecreateState[], nowMs: number): CRRStatus {
+  const message = failed.map((s) => `${s.name}: ${s.message ?? 'failed'}`).join('; ');
+  return completedStatus(nowMs, { containerRecreateStates: states, ...(message ? { message } : {}) });
 }
 
 function pending(name: string): ContainerRecreateState {

@@ -1,4 +1,4 @@
-// The runtime registry's readiness and liveness (R43, docs/design.md): a runtime that stops answering
+// The runtime registry's readiness and liveness (R46, docs/design.md): a runtime that stops answering
 // is dropped and looked for again (not ready); none answering for 2 minutes, the agent asks to be
 // restarted, since a restarted runtime's new socket shows only to a new container when the socket
 // alone is mounted.
@@ -21,7 +21,7 @@ function fakeRuntime(up: { value: boolean }): ContainerRuntime {
   } as unknown as ContainerRuntime;
 }
 
-describe('RuntimeRegistry: readiness and liveness', () => {
+describe('RuntimeRegistry: readiness and liveness (R46)', () => {
   it('a runtime that stops answering is dropped (not ready), and after 2 minutes without an answer the agent is not live', async () => {
     const up = { value: true };
     let nowMs = 1_000_000;

@@ -6,7 +6,7 @@ import { stopTimeline } from './timeline.ts';
 const base: StopMilestones = { knownAtMs: 1000, actingAtMs: 1002, runtimeCheckMs: 1.25, stopSentAtMs: 1004, exitedAtMs: 1040 };
 const onExit = { mainExitedAtMs: 980, exitEventAtMs: 981.5, createdAtMs: 1000, apiCreateMs: 17 };
 
-describe('stopTimeline', () => {
+describe('stopTimeline (R44)', () => {
   const rows: { name: string; milestones: StopMilestones; timeline: StopTimeline }[] = [
     {
       name: 'a request seen on the watch, no hook: no exit steps',

@@ -14,7 +14,7 @@ export const ANNOTATION_SIDECARS = 'sidecar-terminator.dev/sidecars';
 /** Comma-separated sidecar names treated as if they had ENV_IGNORE_EXIT_CODE=true. */
 export const ANNOTATION_IGNORE_EXIT_CODE = 'sidecar-terminator.dev/ignore-exit-code';
 
-/** Pod condition set together with a phase patch (rules R19, R22, R23 in docs/design.md). */
+/** Pod condition set together with a phase patch (rules R19, R23, R24 in docs/design.md). */
 export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
 /** Kubelet's Pod condition while it starts every container of the Pod over in place (a RestartAllContainers rule). */
 export const CONDITION_ALL_CONTAINERS_RESTARTING = 'AllContainersRestarting';

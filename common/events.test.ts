@@ -51,7 +51,7 @@ function holdCreates(api: FakeKubeApi) {
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('EventRecorder', () => {
-  it('records a Pod event as kubectl describe shows it: on the Pod, from this component and host, the message cut at 1,024 characters', async () => {
+  it('R47: records a Pod event as kubectl describe shows it: on the Pod, from this component and host, the message cut at 1,024 characters', async () => {
     const h = recorder('node-a');
     h.events.emit(POD, { type: 'Warning', reason: 'SidecarNotStarted', message: 'x'.repeat(2000) });
     await h.events.flushed();
@@ -79,7 +79,7 @@ describe('EventRecorder', () => {
     assert.deepEqual(h.stored().map((e) => e.reason), ['StoppingSidecars', 'StoppingSidecars']);
   });
 
-  it('sends in the background, four at a time; flushed() waits for them all', async () => {
+  it('R47: sends in the background, four at a time; flushed() waits for them all', async () => {
     const h = recorder();
     const hold = holdCreates(h.api);
     for (let i = 0; i < 10; i++) h.events.emit(POD, { type: 'Normal', reason: `R${i}`, message: 'm' });
@@ -96,7 +96,7 @@ describe('EventRecorder', () => {
     assert.deepEqual(h.api.calls.map((c) => (c.body as Event).reason), Array.from({ length: 10 }, (_, i) => `R${i}`));
   });
 
-  it('keeps at most 1,000 waiting: the rest are dropped, with a warning every 100', async () => {
+  it('R48: keeps at most 1,000 waiting: the rest are dropped, with a warning every 100', async () => {
     const h = recorder();
     const hold = holdCreates(h.api);
     for (let i = 0; i < 1_250; i++) h.events.emit(POD, { type: 'Normal', reason: 'R', message: String(i) });

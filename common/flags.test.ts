@@ -5,7 +5,7 @@ import { VERSION } from './version.ts';
 
 const parse = (args: string[]) => parseFlags('usage: x', { args, options: { ...COMMON_OPTIONS, name: { type: 'string' } } });
 
-describe('parseFlags', () => {
+describe('parseFlags (R51)', () => {
   for (const args of [['--help'], ['-h'], ['--name', 'n', '--help'], ['--bogus', '--help']]) {
     it(`${args.join(' ')}: the usage, asked for (not an error)`, () => {
       assert.throws(() => parse(args), (err: unknown) => err instanceof InfoRequested && err.message === 'usage: x');
@@ -26,7 +26,7 @@ describe('parseFlags', () => {
   });
 });
 
-describe('logLevel', () => {
+describe('logLevel (R51)', () => {
   const cases: [string | undefined, NodeJS.ProcessEnv, string][] = [
     [undefined, {}, 'info'],
     [undefined, { LOG_LEVEL: '' }, 'info'],
@@ -43,7 +43,7 @@ describe('logLevel', () => {
   });
 });
 
-describe('boolean flags as client-go takes them', () => {
+describe('boolean flags as client-go takes them (R51)', () => {
   const cases: [string[], string[]][] = [
     [['--leader-elect'], ['--leader-elect=true']],
     [['--leader-elect', '--workers', '2'], ['--leader-elect=true', '--workers', '2']],

@@ -97,7 +97,7 @@ describe('ProjectingInformer', () => {
     assert.equal(informer.size(), 3);
   });
 
-  it('every list is paged, never resourceVersion=0 (answered whole from the watch cache): first list, re-list and continue pages', async () => {
+  it('R48: every list is paged, never resourceVersion=0 (answered whole from the watch cache): first list, re-list and continue pages', async () => {
     const api = new FakeKubeApi();
     for (const name of ['a', 'b', 'c']) api.set(at(name), obj(name, 'p'));
     const informer = newInformer(api, { pageSize: 2 });

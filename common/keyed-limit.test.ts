@@ -11,7 +11,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: 
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-describe('KeyedLimit', () => {
+describe('KeyedLimit (R39: a Pod\'s stops, 8 at a time)', () => {
   it('runs at most `limit` tasks of a key at once, the rest in the order they came', async () => {
     const limit = new KeyedLimit(2);
     const gates = Array.from({ length: 5 }, deferred);

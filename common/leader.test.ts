@@ -1,4 +1,4 @@
-// Leader election (R46) against the fake API server (kube/fake-api.ts) under a fake clock: renewals,
+// Leader election (R49) against the fake API server (kube/fake-api.ts) under a fake clock: renewals,
 // the renew deadline whatever the API answers (500, 429, 409, no answer, a call that hangs), another
 // holder, a conflicting write, a create race, a deleted Lease, and the release on stop.
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
@@ -79,7 +79,7 @@ function elector(client: LeaseClient, identity = 'me', extra: Partial<LeaderElec
   return { e, events };
 }
 
-describe('LeaderElector', () => {
+describe('LeaderElector (R49)', () => {
   beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }));
   afterEach(() => mock.timers.reset());
   const T0 = 1_000_000;

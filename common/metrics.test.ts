@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { processRegistry, programMetrics } from './metrics.ts';
 import { VERSION } from './version.ts';
 
-describe('programMetrics', () => {
+describe('programMetrics (R51)', () => {
   it('exports build_info with the version and the Node.js release, and counts API requests by verb and code', async () => {
     const registry = processRegistry();
     const { apiRequests } = programMetrics(registry, 'agent');

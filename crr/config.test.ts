@@ -24,7 +24,7 @@ describe('parseControllerConfig', () => {
     it(`accepts ${argv.join(' ')}`, () => assert.equal(parseControllerConfig(argv, {})[field], want));
   }
 
-  it('nodes where no agent runs (R50): none named, a 120 s wait, the agent Pods by the manifests\' labels in its own namespace', () => {
+  it('nodes where no agent runs (R22): none named, a 120 s wait, the agent Pods by the manifests\' labels in its own namespace', () => {
     const config = parseControllerConfig([], { POD_NAMESPACE: 'ops' });
     assert.equal(config.agentlessNodeSelector, '');
     assert.equal(config.agentlessAfterSeconds, 120);

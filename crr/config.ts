@@ -1,5 +1,6 @@
 // The cluster controller's configuration, from flags.
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
+import { DEFAULT_OPTIONS } from '../rules/requests.ts';
 import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
@@ -23,7 +24,7 @@ export interface ControllerConfig {
   requestTTLSeconds: number;
   /** How long sidecars that never started are waited for after the main containers finished. */
   sidecarStartTimeoutSeconds: number;
-  /** Nodes where no agent runs, by label selector; empty: none (R50). */
+  /** Nodes where no agent runs, by label selector; empty: none (R22). */
   agentlessNodeSelector: string;
   /** How long a node goes without a running agent before its Pods get image swaps; 0: never. */
   agentlessAfterSeconds: number;
@@ -41,11 +42,11 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --leader-elect[=true|false]       run as one of several replicas (default true)
   --lease-namespace NS              namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
   --lease-name NAME                 name of the leader Lease (default sidecar-terminator-controller)
-  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, ${MIN_ACTIVE_DEADLINE_SECONDS} to ${MAX_ACTIVE_DEADLINE_SECONDS} (default 300)
-  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default 600)
+  --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, ${MIN_ACTIVE_DEADLINE_SECONDS} to ${MAX_ACTIVE_DEADLINE_SECONDS} (default ${DEFAULT_OPTIONS.activeDeadlineSeconds})
+  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished})
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
                                     for after the main containers finished; then the Pod's phase is set without
-                                    them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default 120)
+                                    them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default ${DEFAULT_OPTIONS.sidecarStartTimeoutSeconds})
   --agentless-node-selector SEL     nodes where no agent can run (label selector, e.g. eks.amazonaws.com/compute-type=fargate):
                                     their Pods' sidecars get the ..._WITH_IMAGE swap at once (default: none)
   --agentless-after-seconds N       a node where no agent container has run for this long is treated the same way;
@@ -65,9 +66,9 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'leader-elect': { type: 'string', default: 'true' },
       'lease-namespace': { type: 'string' },
       'lease-name': { type: 'string', default: 'sidecar-terminator-controller' },
-      'request-deadline-seconds': { type: 'string', default: '300' },
-      'request-ttl-seconds': { type: 'string', default: '600' },
-      'sidecar-start-timeout-seconds': { type: 'string', default: '120' },
+      'request-deadline-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.activeDeadlineSeconds) },
+      'request-ttl-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.ttlSecondsAfterFinished) },
+      'sidecar-start-timeout-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.sidecarStartTimeoutSeconds) },
       'agentless-node-selector': { type: 'string', default: '' },
       'agentless-after-seconds': { type: 'string', default: '120' },
       'agent-pod-selector': { type: 'string', default: DEFAULT_AGENT_POD_SELECTOR },

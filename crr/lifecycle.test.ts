@@ -54,18 +54,18 @@ const active = (over: CrrOver = {}) => crr({ labels: admitted, containers: [pinn
 
 describe('decideLifecycle', () => {
   const cases: { name: string; crr: ContainerRecreateRequest; pod?: V1Pod; kind: string; message?: RegExp; requeue?: number }[] = [
-    { name: 'admits: labels the request and fills statusContext from the Pod', crr: crr(), pod: pod(), kind: 'admit' },
-    { name: 'no such Pod', crr: crr(), kind: 'complete', message: /Pod p not found in namespace ns/ },
+    { name: 'R28: admits: labels the request and fills statusContext from the Pod', crr: crr(), pod: pod(), kind: 'admit' },
+    { name: 'R28: no such Pod', crr: crr(), kind: 'complete', message: /Pod p not found in namespace ns/ },
     ...['.', '..', 'a/b', ''].map((podName) => ({
-      name: `podName ${JSON.stringify(podName)} (not a Pod name; created before the CRD's pattern): completed unread`,
+      name: `R27: podName ${JSON.stringify(podName)} (not a Pod name; created before the CRD's pattern): completed unread`,
       crr: { ...crr(), spec: { ...crr().spec, podName } }, kind: 'complete', message: /is not a valid Pod name: request not executed/,
     })),
-    { name: 'Pod not on a node yet', crr: crr(), pod: pod({ nodeName: '' }), kind: 'complete', message: /not scheduled/ },
+    { name: 'R28: Pod not on a node yet', crr: crr(), pod: pod({ nodeName: '' }), kind: 'complete', message: /not scheduled/ },
     { name: 'unknown container', crr: crr({ containers: ['nope'] }), pod: pod(), kind: 'complete', message: /no container nope/ },
-    { name: 'container without an ID', crr: crr(), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
+    { name: 'R28: container without an ID', crr: crr(), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
     { name: 'finished Pod, request not ours', crr: crr(), pod: pod({ phase: 'Succeeded' }), kind: 'complete', message: /already finished/ },
     {
-      name: 'finished Pod: the created-by label exempts nobody',
+      name: 'R28: finished Pod: the created-by label exempts nobody',
       crr: crr({ labels: { 'crr.sidecar-terminator.dev/created-by': 'sidecar-terminator' } }),
       pod: pod({ phase: 'Succeeded' }),
       kind: 'complete',
@@ -87,28 +87,28 @@ describe('decideLifecycle', () => {
     },
     { name: 'a preset node label that does not match', crr: crr({ labels: { [NODE_LABEL]: 'node-z' } }), pod: pod(), kind: 'complete', message: /does not match/ },
     {
-      name: 'fully labelled and active, for another node: completed at once, never executed',
+      name: 'R29: fully labelled and active, for another node: completed at once, never executed',
       crr: active({ labels: { ...admitted, [NODE_LABEL]: 'node-z' } }),
       pod: pod(),
       kind: 'complete',
       message: /^label crr\.sidecar-terminator\.dev\/node-name=node-z does not match the node of Pod p \(node-a\): request not executed$/,
     },
     {
-      name: 'fully labelled and active, for another Pod uid',
+      name: 'R29: fully labelled and active, for another Pod uid',
       crr: active({ labels: { ...admitted, [UID_LABEL]: 'u-other' } }),
       pod: pod(),
       kind: 'complete',
       message: /pod-uid=u-other does not match Pod p \(u1\).*request not executed/,
     },
     {
-      name: 'fully labelled and active, naming a container the Pod does not have',
+      name: 'R29: fully labelled and active, naming a container the Pod does not have',
       crr: active({ containers: [pinned, { name: 'ghost', statusContext: { containerID: 'containerd://g', restartCount: 0 } }] }),
       pod: pod(),
       kind: 'complete',
       message: /no container ghost/,
     },
     {
-      name: 'active label only: admitted (labelled and pinned) like any new request',
+      name: 'R28: active label only: admitted (labelled and pinned) like any new request',
       crr: crr({ labels: { [ACTIVE_LABEL]: 'true' } }),
       pod: pod(),
       kind: 'admit',
@@ -116,10 +116,10 @@ describe('decideLifecycle', () => {
     { name: 'fully labelled, one container not pinned: admitted', crr: active({ containers: [pinned, { name: 'main' }] }), pod: pod(), kind: 'admit' },
     { name: 'fully labelled, not pinned, no container ID: completed', crr: active({ containers: ['proxy'] }), pod: pod({ noID: true }), kind: 'complete', message: /no container ID yet/ },
     { name: 'admitted, Pod gone', crr: active(), kind: 'complete', message: /no longer exists/ },
-    { name: 'admitted, Pod recreated with another uid', crr: active(), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
-    { name: 'admitted, deadline passed', crr: active({ deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
+    { name: 'R29: admitted, Pod recreated with another uid', crr: active(), pod: pod({ uid: 'u2' }), kind: 'complete', message: /recreated/ },
+    { name: 'R31: admitted, deadline passed', crr: active({ deadline: 3, status: { phase: 'Recreating' } }), pod: pod(), kind: 'complete', message: /activeDeadlineSeconds \(3s\)/ },
     {
-      name: 'admitted without a deadline: ended after the maximum life (3 h), whatever it waits for',
+      name: 'R31: admitted without a deadline: ended after the maximum life (3 h), whatever it waits for',
       crr: active({ created: ago(10_800), status: { phase: 'Recreating' } }),
       pod: pod(),
       kind: 'complete',
@@ -134,9 +134,9 @@ describe('decideLifecycle', () => {
       kind: 'none',
       requeue: MAX_REQUEUE_MS,
     },
-    { name: 'no agent picked it up within a minute', crr: active({ created: ago(61) }), pod: pod(), kind: 'complete', message: /no agent on node node-a/ },
+    { name: 'R31: no agent picked it up within a minute', crr: active({ created: ago(61) }), pod: pod(), kind: 'complete', message: /no agent on node node-a/ },
     { name: 'not yet picked up, within the minute', crr: active(), pod: pod(), kind: 'none', requeue: 55_001 },
-    { name: 'completed and still active: remove the label', crr: active({ status: { phase: 'Completed', completionTime: ago(1) } }), pod: pod(), kind: 'deactivate' },
+    { name: 'R31: completed and still active: remove the label', crr: active({ status: { phase: 'Completed', completionTime: ago(1) } }), pod: pod(), kind: 'deactivate' },
     { name: 'completed, TTL ahead', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(4) } }), kind: 'none', requeue: 6_001 },
     {
       name: 'completed, a TTL past 2^31 ms: the requeue stays within a timer',
@@ -144,9 +144,9 @@ describe('decideLifecycle', () => {
       kind: 'none',
       requeue: MAX_REQUEUE_MS,
     },
-    { name: 'completed, TTL passed: delete', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'delete' },
+    { name: 'R31: completed, TTL passed: delete', crr: crr({ ttl: 10, status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'delete' },
     { name: 'completed, no TTL: kept for a day', crr: crr({ status: { phase: 'Completed', completionTime: ago(11) } }), kind: 'none', requeue: MAX_REQUEUE_MS },
-    { name: 'completed a day ago, no TTL: deleted', crr: crr({ status: { phase: 'Completed', completionTime: ago(86_401) } }), kind: 'delete' },
+    { name: 'R31: completed a day ago, no TTL: deleted', crr: crr({ status: { phase: 'Completed', completionTime: ago(86_401) } }), kind: 'delete' },
     { name: 'completed, no TTL and no completion time: a day from its creation', crr: crr({ created: ago(86_401), status: { phase: 'Completed' } }), kind: 'delete' },
   ];
   for (const c of cases) {
@@ -158,7 +158,7 @@ describe('decideLifecycle', () => {
     });
   }
 
-  it('admission sets the node, uid and active labels and keeps a given statusContext', () => {
+  it('R28: admission sets the node, uid and active labels and keeps a given statusContext', () => {
     const given = crr();
     given.spec.containers = [{ name: 'proxy', statusContext: { containerID: 'containerd://given', restartCount: 0 } }, { name: 'main' }];
     const action = decideLifecycle(given, pod(), NOW);
@@ -172,7 +172,7 @@ describe('decideLifecycle', () => {
   });
 });
 
-describe('decideReadiness', () => {
+describe('decideReadiness (R33)', () => {
   const withGate = (status?: string): V1Pod => {
     const p = pod();
     if (status) p.status!.conditions = [{ type: 'sidecar-terminator.dev/ready', status }];

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createControllerMetrics, type QueueDepths } from './metrics.ts';
 
-describe('createControllerMetrics', () => {
+describe('createControllerMetrics (R51)', () => {
   it('exports the leader\'s queue depths at each scrape, none while a standby', async () => {
     let depths: QueueDepths | undefined;
     const { registry } = createControllerMetrics(() => depths);

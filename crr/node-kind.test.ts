@@ -1,4 +1,4 @@
-// Rule R50 (docs/design.md): when a real node counts as agentless, and the blips that must not make it so.
+// Rule R22 (docs/design.md): when a real node counts as agentless, and the blips that must not make it so.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AgentPodView, AgentlessTiming, NodeFacts } from './node-kind.ts';
@@ -14,7 +14,7 @@ const node = (facts: Partial<NodeFacts> = {}): NodeFacts => ({ virtual: false, a
 const running: AgentPodView = { running: true, notRunningSinceMs: 0 };
 const notRunningFor = (seconds: number): AgentPodView => ({ running: false, notRunningSinceMs: NOW - seconds * S });
 
-describe('R50: nodes where no agent runs', () => {
+describe('R22: nodes where no agent runs', () => {
   const rows: [string, NodeFacts, Partial<AgentlessTiming>, { kind: string; recheckAtMs?: number }][] = [
     ['virtual by its label, whatever else', node({ virtual: true, agentlessBySelector: true, agents: [running] }), {}, { kind: 'virtual' }],
     ['named by the selector: agentless at once, even on its first second', node({ agentlessBySelector: true, createdMs: NOW }), {}, { kind: 'agentless' }],

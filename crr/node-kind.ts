@@ -1,4 +1,4 @@
-// Which kind of node a Pod runs on, as the controller decides it (rules R5 and R50, docs/design.md):
+// Which kind of node a Pod runs on, as the controller decides it (rules R5 and R22, docs/design.md):
 // pure, from what the watches hold and the time, so that a blip (an agent rolling out, a node's
 // first seconds, a controller that just started) never turns a real node into an agentless one.
 // An agent counts while its container runs, ready or not: an agent that is not ready (a watch

@@ -1,4 +1,4 @@
-// Rule R50 (docs/design.md), the I/O around nodeKindOf: the controller's watches of nodes, of the
+// Rule R22 (docs/design.md), the I/O around nodeKindOf: the controller's watches of nodes, of the
 // nodes its selector names and of the agent Pods, against the fake API server.
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -32,7 +32,7 @@ function agentPod(name: string, node: string, running: boolean, labels: Record<s
   };
 }
 
-describe('NodeKinds: the watches behind R50', () => {
+describe('NodeKinds: the watches behind R22', () => {
   let kinds: NodeKinds | undefined;
   afterEach(() => kinds?.stop());
 

@@ -1,4 +1,4 @@
-// The controller's view of nodes (R5, R50): the watches that tell a virtual node, a node the operator
+// The controller's view of nodes (R5, R22): the watches that tell a virtual node, a node the operator
 // names as agentless, and a node where no agent has run for a while, answered by the pure nodeKindOf
 // of node-kind.ts.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';

@@ -67,7 +67,7 @@ function harness(requests: ContainerRecreateRequest[] = []) {
   return { api, controller, cache, events, stored, freeze, actions };
 }
 
-describe('RequestsController: requests that do not match their Pod', () => {
+describe('RequestsController: requests that do not match their Pod (R29)', () => {
   it('completes each without executing it, with one RequestRefused Warning on the Pod', async () => {
     const forged = [
       request('forged-1', { labels: { ...ADMITTED, [LABEL_NODE_NAME]: 'other-node' } }),
@@ -116,7 +116,7 @@ describe('RequestsController: the API server\'s answers', () => {
     }
   });
 
-  it('admission from a stale copy: 409 thrown; the retry from the fresh request labels and pins it', async () => {
+  it('R28: admission from a stale copy: 409 thrown; the retry from the fresh request labels and pins it', async () => {
     const h = harness([request('r1', { pinned: false })]);
     h.freeze();
     const latest = h.stored('r1')!;
@@ -131,7 +131,7 @@ describe('RequestsController: the API server\'s answers', () => {
     assert.deepEqual(h.actions, ['admit', 'admit']);
   });
 
-  it('a completed request loses its active label (merge patch, null)', async () => {
+  it('R31: a completed request loses its active label (merge patch, null)', async () => {
     const h = harness([request('r1', { labels: ADMITTED, status: { phase: 'Completed', completionTime: ago(1) }, ttl: 600 })]);
     await h.controller.reconcile('ns/r1');
     assert.deepEqual(h.stored('r1')?.metadata.labels, { [LABEL_NODE_NAME]: 'node-a', [LABEL_POD_UID]: 'uid-1' });
@@ -139,7 +139,7 @@ describe('RequestsController: the API server\'s answers', () => {
 
   const expired = () => request('r1', { labels: { [LABEL_POD_UID]: 'uid-1' }, status: { phase: 'Completed', completionTime: ago(700) }, ttl: 600 });
 
-  it('past its TTL: deleted, with the uid precondition', async () => {
+  it('R31: past its TTL: deleted, with the uid precondition', async () => {
     const h = harness([expired()]);
     const { uid } = h.stored('r1')!.metadata;
     await h.controller.reconcile('ns/r1');
@@ -173,7 +173,7 @@ describe('RequestsController: Pods read only when needed, and only Pods', () => 
   });
 
   for (const podName of ['.', '..']) {
-    it(`podName ${JSON.stringify(podName)} (stored before the CRD's pattern): completed without any read`, async () => {
+    it(`R27: podName ${JSON.stringify(podName)} (stored before the CRD's pattern): completed without any read`, async () => {
       const r = request('dots');
       r.spec.podName = podName;
       const h = harness([r]);
@@ -191,7 +191,7 @@ describe('RequestsController: Pods read only when needed, and only Pods', () => 
   });
 });
 
-describe('RequestsController: the readiness gate through a deletion', () => {
+describe('RequestsController: the readiness gate through a deletion (R33)', () => {
   it('our finalizer is added and removed without touching the others, which the cache does not keep', async () => {
     const r = request('r1', { labels: ADMITTED, unreadySeconds: 5 });
     r.metadata.finalizers = ['example.com/keep-me'];

@@ -12,8 +12,8 @@ import type { EventRecorder } from '../common/events.ts';
 import { decideLifecycle, decideReadiness, needsPod } from './lifecycle.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
-import type { ContainerRecreateRequest, CRRStatus } from '../api/container-recreate-request.ts';
-import { LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { completedStatus, LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
 
 export interface RequestsControllerDeps {
   /** Reads Pods; patches requests and Pod status; deletes requests. */
@@ -79,7 +79,7 @@ export class RequestsController {
         return;
       case 'complete': {
         const states = crr.status?.containerRecreateStates ?? crr.spec.containers.map((c) => ({ name: c.name, phase: 'Pending' as const }));
-        const status: CRRStatus = { phase: 'Completed', completionTime: new Date(this.now()).toISOString(), message: action.message, containerRecreateStates: states };
+        const status = completedStatus(this.now(), { message: action.message, containerRecreateStates: states });
         await this.deps.client.patch(this.path(crr, 'status'), { metadata: { resourceVersion: crr.metadata.resourceVersion }, status }, 'merge');
         this.deps.log.info('request completed', { request: ref, message: action.message });
         if (action.refused && pod) this.warnRefused(crr, pod, action.message);

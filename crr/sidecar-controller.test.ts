@@ -59,14 +59,14 @@ function harness(o: HarnessOptions = {}) {
   return { api, controller, cache, events, reasons, creates };
 }
 
-describe('isRejection', () => {
+describe('isRejection (R17)', () => {
   const rows: Array<[number | undefined, boolean]> = [
     [400, true], [403, true], [404, true], [422, true], [409, false], [429, false], [500, false], [503, false], [undefined, false],
   ];
   for (const [code, want] of rows) it(`${code}: ${want}`, () => assert.equal(isRejection(code), want));
 });
 
-describe('SidecarController: a Pod bound to a node that does not exist', () => {
+describe('SidecarController: a Pod bound to a node that does not exist (R17)', () => {
   it('one Warning, nothing created, looked at again slowly (not at the queue\'s pace); other errors are retried as before', async () => {
     const api404 = new FakeKubeApi();
     const reads: string[] = [];
@@ -94,7 +94,7 @@ describe('SidecarController: a Pod bound to a node that does not exist', () => {
 });
 
 describe('SidecarController: creating a request', () => {
-  it('creates it and emits the Normal event once, however often the Pod is looked at', async () => {
+  it('R10, R47: creates it and emits the Normal event once, however often the Pod is looked at', async () => {
     const h = harness();
     assert.equal(await h.controller.reconcile(KEY), undefined);
     await h.controller.reconcile(KEY);
@@ -104,7 +104,7 @@ describe('SidecarController: creating a request', () => {
     assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`]);
   });
 
-  it('the name is taken (409: the agent was first, not yet in the watch): treated as created elsewhere, no event, looked at again soon', async () => {
+  it('R17: the name is taken (409: the agent was first, not yet in the watch): treated as created elsewhere, no event, looked at again soon', async () => {
     const h = harness();
     h.cache.requests = [];
     h.api.set(requestPath('ns', requestName(UID, 1)), {
@@ -126,7 +126,7 @@ describe('SidecarController: creating a request', () => {
     [403, 'containerrecreaterequests is forbidden'],
     [404, 'namespaces "ns" not found'],
   ] as const) {
-    it(`a request the API server rejects (${code}): one Warning with its message, a long requeue, no hot loop`, async () => {
+    it(`R17: a request the API server rejects (${code}): one Warning with its message, a long requeue, no hot loop`, async () => {
       const h = harness();
       h.api.inject({ method: 'create', path: REQUESTS }, apiError(code, 'POST', REQUESTS, message), 2);
       assert.deepEqual(await h.controller.reconcile(KEY), { requeueAfterMs: REJECTED_RETRY_MS });
@@ -152,7 +152,7 @@ describe('SidecarController: creating a request', () => {
     });
   }
 
-  it('a request that took our name for another node: skipped, the next name is created', async () => {
+  it('R11, R30: a request that took our name for another node: skipped, the next name is created', async () => {
     const h = harness();
     h.api.set(requestPath('ns', requestName(UID, 1)), {
       apiVersion: 'sidecar-terminator.dev/v1alpha1',
@@ -207,7 +207,7 @@ describe('SidecarController: writes carrying the Pod\'s resourceVersion', () => 
   });
 });
 
-describe('SidecarController: remembered events are bounded by the Pods', () => {
+describe('SidecarController: remembered events are bounded by the Pods (R48)', () => {
   it('forget drops a Pod; its events may go out again for a new one of that name', async () => {
     const h = harness();
     h.api.inject({ method: 'create', path: REQUESTS }, 422, 2);

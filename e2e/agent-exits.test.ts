@@ -64,7 +64,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
     await deployProject(); // the controller back, and its leader elected
   });
 
-  it(`reports its fast path as the cluster allows it (${features.admissionPolicies ? 'enabled' : 'no-permission'} on ${clusterEnv().k8sVersion})`, async () => {
+  it(`R50: reports its fast path as the cluster allows it (${features.admissionPolicies ? 'enabled' : 'no-permission'} on ${clusterEnv().k8sVersion})`, async () => {
     const want = features.admissionPolicies ? 'enabled' : 'no-permission';
     await waitFor(() => fastPathState(want), { description: `sidecar_terminator_agent_fast_path{state="${want}"} 1`, timeoutMs: 30_000 });
   });
@@ -88,7 +88,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
       assert.equal(status, 403, JSON.stringify(body));
     });
 
-    it('granted create without the policies (applied on an old cluster by mistake), it still creates nothing', async () => {
+    it('R50: granted create without the policies (applied on an old cluster by mistake), it still creates nothing', async () => {
       kubectl('apply', '-f', new URL('../manifests/policies/rbac-agent-requests.yaml', import.meta.url).pathname);
       try {
         await restartAgent({ ready: false });
@@ -122,7 +122,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
     return;
   }
 
-  it('Never, main exits 0: the agent creates the request, the Job completes without the controller', async () => {
+  it('R43: Never, main exits 0: the agent creates the request, the Job completes without the controller', async () => {
     const before = await requestsCreatedOnExit();
     await jobs.runJob(namespace, 'alone', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
     const { job, type } = await jobs.finishedJob(namespace, 'alone');
@@ -195,7 +195,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
     }
   });
 
-  describe('admission: an agent creates requests only for its own node', () => {
+  describe('admission (R32): an agent creates requests only for its own node', () => {
     const node = () => clusterEnv().nodeName;
     /** A server-side dry-run create, impersonating the agent with `nodeName` in its token's extra info. */
     async function createAsAgent(nodeName: string, labelNode: string): Promise<{ status: number; message: string }> {

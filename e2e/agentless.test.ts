@@ -1,4 +1,4 @@
-// Rule R50 (docs/design.md) on the real cluster: a real node where no agent runs (as on GKE Autopilot
+// Rule R22 (docs/design.md) on the real cluster: a real node where no agent runs (as on GKE Autopilot
 // or EKS Fargate, where the DaemonSet cannot land). The kubectl deployment of e2e/support/deploy.ts
 // is re-applied with the agent kept off the node (a nodeSelector no node matches) and the controller
 // given --agentless-node-selector and --agentless-after-seconds; everything is restored afterwards
@@ -64,7 +64,7 @@ const eventTimeMs = (e: CoreV1Event) => new Date(e.firstTimestamp ?? e.eventTime
 const runMarkedJob = (namespace: string, name: string, env: { name: string; value: string }[]) =>
   runJob(namespace, name, { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env })] });
 
-describe('R50: a node where no agent runs', () => {
+describe('R22: a node where no agent runs', () => {
   const node = clusterEnv().nodeName;
   let namespace: string | undefined;
   /** When the acting controller's container started: its watch of agent Pods began no earlier. */

@@ -149,7 +149,7 @@ describe('ContainerRecreateRequest on the local cluster', () => {
   });
 
   const policies = versionFeatures().admissionPolicies;
-  it('keeps the node and pod-uid labels immutable once set (ValidatingAdmissionPolicy)', { skip: !policies && 'an admission policy, 1.30+; before, labels are routing only (e2e/security.test.ts)' }, async () => {
+  it('R32: keeps the node and pod-uid labels immutable once set (ValidatingAdmissionPolicy)', { skip: !policies && 'an admission policy, 1.30+; before, labels are routing only (e2e/security.test.ts)' }, async () => {
     await runningPod(loopPod('labelled', 'Always', "trap 'exit 0' TERM"));
     await createRequest('labelled', { podName: 'labelled', containers: [{ name: 'worker' }] });
     await completed('labelled');

@@ -8,7 +8,7 @@
 //   install of the package into namespace st-helm (the agent mounting only the runtime's socket), a
 //   Job with a sidecar completes, an upgrade that changes flags and a setting rolls both workloads
 //   and the next Job's request shows the new setting, an upgrade that keeps the agent off the node
-//   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R50),
+//   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R22),
 //   uninstall leaves nothing behind but the CRD (kept on purpose).
 // The rest of the suite runs the kubectl deployment of e2e/support/deploy.ts in namespace
 // sidecar-terminator: it is removed first (all but the CRD, which the release adopts), so that no

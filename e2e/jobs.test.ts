@@ -122,7 +122,7 @@ describe('Job sidecar termination on the local cluster', () => {
     await waitFor(async () => {
       const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
       return containerStatus(p, 'proxy')?.state?.terminated;
-    // A terminal Pod gets no new request: the agent stops what is left within its grace (R51;
+    // A terminal Pod gets no new request: the agent stops what is left within its grace (R45;
     // e2e/security-queue.test.ts times it), where kubelet alone waits for its next sync (85 s).
     }, { description: 'the ignore-exit-code sidecar stopped', timeoutMs: 180_000 });
   });

@@ -110,7 +110,7 @@ describe('the agent policy follows the agent\'s ServiceAccount: a namePrefix ins
     await deployProject();
   });
 
-  it('installed with a namePrefix, the agent is confined: the policy names the prefixed account, fast path enabled, ready', async () => {
+  it('R50: installed with a namePrefix, the agent is confined: the policy names the prefixed account, fast path enabled, ready', async () => {
     const match = kubectl('get', 'validatingadmissionpolicy', `${PREFIX}agent-requests.sidecar-terminator.dev`, '-o', 'jsonpath={.spec.matchConditions[0].expression}');
     assert.equal(match, `request.userInfo.username == 'system:serviceaccount:${NAMESPACE}:${AGENT}'`);
     const pod = await agentPod();
@@ -118,7 +118,7 @@ describe('the agent policy follows the agent\'s ServiceAccount: a namePrefix ins
     assert.equal((await readyz(pod)).status, 200);
   });
 
-  it('deliberately unconfined (the agent policy\'s binding removed): not ready, /readyz says why, fast_path{state="not-confined"} 1', async () => {
+  it('R50: deliberately unconfined (the agent policy\'s binding removed): not ready, /readyz says why, fast_path{state="not-confined"} 1', async () => {
     const { core } = clients();
     try {
       kubectl('delete', 'validatingadmissionpolicybinding', AGENT_POLICY_BINDING);

@@ -296,7 +296,7 @@ describe('security: a request reaches only the containers its creator may touch'
     assert.ok((await reasons(pod, EVENT_REASONS.sidecarNotStarted)).length === 1, (await podEvents(pod)).join('\n'));
   });
 
-  it('an agent stopped in the middle of a stop finishes it; the next one repeats no stop, hook or event', async () => {
+  it('R40, R42: an agent stopped in the middle of a stop finishes it; the next one repeats no stop, hook or event', async () => {
     await startPod(attackerNs, 'rolling', [container('app', "trap 'sleep 3; exit 0' TERM; while true; do sleep 1; done", {
       lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo HOOK > /proc/1/fd/1; sleep 3'] } } },
     })]);

@@ -120,7 +120,7 @@ describe('classify: annotations', () => {
   });
 
   for (const annotation of [ANNOTATION_SIDECARS, ANNOTATION_IGNORE_EXIT_CODE]) {
-    it(`${annotation} naming an unknown container: a Warning, no throw, the rest still applies`, () => {
+    it(`R4: ${annotation} naming an unknown container: a Warning, no throw, the rest still applies`, () => {
       const pod = makePod({
         containers: [main('app'), { name: 'proxy', env: [WHEN_JOB_EXIT] }],
         annotations: { [annotation]: 'proxy, typo-proxy' },
@@ -136,7 +136,7 @@ describe('classify: annotations', () => {
     });
   }
 
-  it('an annotation naming an init container (native sidecar) says it is never stopped', () => {
+  it('R4: an annotation naming an init container (native sidecar) says it is never stopped', () => {
     const pod = makePod({
       containers: [main('app')],
       initContainers: [{ name: 'native-proxy', image: 'p', restartPolicy: 'Always' }],
@@ -147,7 +147,7 @@ describe('classify: annotations', () => {
     assert.match(result.warnings[0]?.message ?? '', /init container.*kubelet/);
   });
 
-  it('warns when ignore-exit-code is set where it cannot count', () => {
+  it('R3: warns when ignore-exit-code is set where it cannot count', () => {
     const pod = makePod({
       containers: [
         { name: 'env-only', env: [IGNORE_EXIT_CODE] },
@@ -178,7 +178,7 @@ describe('classify: annotations', () => {
   });
 });
 
-describe('classify: what can be acted on where', () => {
+describe('classify (R5): what can be acted on where', () => {
   const requestOnly: Sidecar = { name: 's', viaRequest: true, ignoreExitCode: false };
   const imageOnly: Sidecar = { name: 's', viaRequest: false, swapImage: 'exit0:1', ignoreExitCode: false };
   const both: Sidecar = { name: 's', viaRequest: true, swapImage: 'exit0:1', ignoreExitCode: false };
@@ -189,9 +189,9 @@ describe('classify: what can be acted on where', () => {
     ['image sidecar on a virtual node', imageOnly, 'virtual', true],
     ['both markers on a real node (as a request sidecar)', both, 'real', true],
     ['both markers on a virtual node (as an image sidecar)', both, 'virtual', true],
-    ['request sidecar on a node without an agent (R50)', requestOnly, 'agentless', false],
-    ['image sidecar on a node without an agent (R50)', imageOnly, 'agentless', true],
-    ['both markers on a node without an agent (as an image sidecar, R50)', both, 'agentless', true],
+    ['request sidecar on a node without an agent (R22)', requestOnly, 'agentless', false],
+    ['image sidecar on a node without an agent (R22)', imageOnly, 'agentless', true],
+    ['both markers on a node without an agent (as an image sidecar, R22)', both, 'agentless', true],
   ];
   for (const [name, sidecar, node, want] of rows) {
     it(name, () => assert.equal(isStoppableOn(sidecar, node), want));
@@ -211,7 +211,7 @@ describe('classify: what can be acted on where', () => {
   });
 });
 
-describe('mayNeedSidecarTermination: watch-cache pre-filter', () => {
+describe('mayNeedSidecarTermination (R6): watch-cache pre-filter', () => {
   const rows: Array<[string, Parameters<typeof makePod>[0], boolean]> = [
     ['Never with an env sidecar', { containers: [main('a'), { name: 's', env: [WHEN_JOB_EXIT] }] }, true],
     ['OnFailure with an image sidecar', { restartPolicy: 'OnFailure', containers: [{ name: 's', env: [withImage('x')] }] }, true],

@@ -13,7 +13,7 @@ import type { ContainerProjection, NameListAnnotation, PodProjection } from './p
 import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
 
 /**
- * Where a Pod runs (R5, R50): a real node with an agent, a virtual node (`type=virtual-kubelet`), or
+ * Where a Pod runs (R5, R22): a real node with an agent, a virtual node (`type=virtual-kubelet`), or
  * a real node where no agent runs (GKE Autopilot, EKS Fargate and the like), which is treated as a
  * virtual one: only image swaps reach its sidecars.
  */

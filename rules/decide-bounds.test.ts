@@ -33,7 +33,7 @@ function assertBoundedEvents(decision: Decision): void {
   }
 }
 
-describe('more sidecars than one request holds', () => {
+describe('R15: more sidecars than one request holds', () => {
   const many = makePod({ containers: [main('app', exited(0)), ...names(200).map((n) => sidecar(n))] });
 
   it('the first request takes the first 64, in spec order, and says the rest follow', () => {
@@ -70,7 +70,7 @@ describe('more sidecars than one request holds', () => {
   });
 });
 
-describe('bad input gives one event per Pod and reason', () => {
+describe('bad input gives one event per Pod and reason (R4, R47)', () => {
   const rows: Array<{ name: string; pod: () => ReturnType<typeof makePod>; reason: string; match: RegExp }> = [
     {
       name: '100 KiB of junk names in the sidecars annotation',
@@ -134,7 +134,7 @@ describe('bad input gives one event per Pod and reason', () => {
     }
   }
 
-  it('the projection keeps no raw annotation, and at most a few unknown names', () => {
+  it('R4, R48: the projection keeps no raw annotation, and at most a few unknown names', () => {
     const pod = projectPod(makePod({ containers: [main('app'), sidecar('proxy')], annotations: { [ANNOTATION_SIDECARS]: `proxy,${junk(100 * 1024)}`, [ANNOTATION_IGNORE_EXIT_CODE]: 'z'.repeat(10_000) } }));
     assert.ok(JSON.stringify(pod.annotations).length < 1_000, JSON.stringify(pod.annotations).slice(0, 200));
     assert.deepEqual(pod.annotations.sidecars.containers, ['proxy']);
@@ -151,7 +151,7 @@ describe('bad input gives one event per Pod and reason', () => {
   });
 });
 
-describe('an exit the agent saw, not yet reported by kubelet', () => {
+describe('R16: an exit the agent saw, not yet reported by kubelet', () => {
   const running = makePod({ containers: [main('app', exited(0)), sidecar('proxy')] });
   const stopped = (over: Partial<ExistingRequestContainer> = {}): ExistingRequestContainer => ({
     name: 'proxy',
@@ -194,7 +194,7 @@ describe('an exit the agent saw, not yet reported by kubelet', () => {
   });
 });
 
-describe('a terminal Pod gets no new request', () => {
+describe('R9: a terminal Pod gets no new request', () => {
   for (const phase of ['Succeeded', 'Failed']) {
     for (const node of ['real', 'virtual'] as const) {
       it(`${phase} (${node} node)`, () => {

@@ -1,4 +1,4 @@
-// Rules R22–R25 (docs/design.md): exit codes and the Pod's phase.
+// Rules R23–R26 (docs/design.md): exit codes and the Pod's phase.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
@@ -22,7 +22,7 @@ import { requestName } from './requests.ts';
 
 const ignoring = (name: string, state: ContainerSpec['state'] = 'running') => sidecar(name, state, [IGNORE_EXIT_CODE]);
 
-describe('R22: ignore-exit-code sidecars', () => {
+describe('R23: ignore-exit-code sidecars', () => {
   it('Never, main exited 0, only an ignore-exit-code sidecar left: phase Succeeded + SidecarTerminated=True', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy')] });
     const decision = expectKind(decideFor(pod), 'patchPhase');
@@ -117,7 +117,7 @@ describe('R22: ignore-exit-code sidecars', () => {
   });
 });
 
-describe('R23: OnFailure restart loop', () => {
+describe('R24: OnFailure restart loop', () => {
   const asked = (restartCount: number, exitCode?: number, attempt = 1) =>
     request({
       attempt,
@@ -193,7 +193,7 @@ describe('R23: OnFailure restart loop', () => {
   });
 });
 
-describe('R24: Never, Pod failed by a sidecar alone', () => {
+describe('R25: Never, Pod failed by a sidecar alone', () => {
   it('leaves the phase alone and warns, naming the sidecar, its exit code and both fixes', () => {
     const pod = makePod({ phase: 'Failed', containers: [main('app', exited(0)), sidecar('proxy', exited(143))] });
     const decision = expectKind(decideFor(pod), 'notHandled');

@@ -13,7 +13,7 @@ const stillRunning = done(sidecar('proxy'));
 const wrongNode = { podUid: UID, nodeName: 'node-2' };
 const wrongUid = { podUid: 'another-uid', nodeName: NODE };
 
-describe('forged requests: our name, not our Pod', () => {
+describe('R30: forged requests: our name, not our Pod', () => {
   const rows: Array<{ name: string; requests: ExistingRequest[]; attempt: number }> = [
     { name: 'active, node label of another node', requests: [request({ completed: false, containers: ['proxy'], labels: wrongNode })], attempt: 2 },
     { name: 'active, pod-uid label of another Pod', requests: [request({ completed: false, containers: ['proxy'], labels: wrongUid })], attempt: 2 },
@@ -82,7 +82,7 @@ describe('forged requests: our name, not our Pod', () => {
   });
 });
 
-describe('attempts are capped by our own requests only', () => {
+describe('R11, R30: attempts are capped by our own requests only', () => {
   it(`names past ${MAX_REQUEST_ATTEMPTS} are ours too: taken names never end them`, () => {
     const taken = [1, MAX_REQUEST_ATTEMPTS].map((attempt) => request({ attempt, containers: ['proxy'], labels: wrongNode }));
     const ours = request({ attempt: MAX_REQUEST_ATTEMPTS - 1, containers: ['proxy'], completedAgoMs: 120_000 });

@@ -20,7 +20,7 @@ const mainDone = (code = 0, finishedAgoMs: number | null = 10_000) => main('app'
 const timeoutMs = DEFAULT_OPTIONS.sidecarStartTimeoutSeconds * 1000;
 
 describe('real node: a sidecar that never started', () => {
-  it('kubelet reports such a Pod Pending: it is handled all the same, and its started sidecars are stopped', () => {
+  it('R8: kubelet reports such a Pod Pending: it is handled all the same, and its started sidecars are stopped', () => {
     const waiting = expectKind(decideFor(makePod({ phase: 'Pending', containers: [mainDone(), unstarted('proxy', 'ErrImageNeverPull')] })), 'wait');
     assert.equal(waiting.reason, 'sidecarNotStarted');
     const patched = expectKind(decideFor(makePod({ phase: 'Pending', containers: [mainDone(0, 121_000), unstarted('proxy')] })), 'patchPhase');
@@ -29,7 +29,7 @@ describe('real node: a sidecar that never started', () => {
     assert.deepEqual(stopping.containers, ['log']);
   });
 
-  it('is waited for until the timeout, counted from when the mains finished, with one Warning', () => {
+  it('R18, R19: is waited for until the timeout, counted from when the mains finished, with one Warning', () => {
     const decision = expectKind(decideFor(makePod({ containers: [mainDone(), unstarted('proxy', 'ErrImagePull')] })), 'wait');
     assert.equal(decision.reason, 'sidecarNotStarted');
     assert.deepEqual(decision.containers, ['proxy']);
@@ -63,7 +63,7 @@ describe('real node: a sidecar that never started', () => {
     { name: 'an image-only sidecar that never started', pod: { containers: [mainDone(0, 121_000), unstarted('img', 'ErrImagePull', [withImage('x')])] }, phase: 'Succeeded' },
   ];
   for (const row of rows) {
-    it(`after the timeout, the phase is set through the guard: ${row.name} -> ${row.phase}`, () => {
+    it(`R19: after the timeout, the phase is set through the guard: ${row.name} -> ${row.phase}`, () => {
       const decision = expectKind(decideFor(makePod(row.pod)), 'patchPhase');
       assert.equal(decision.cause, 'sidecarNotStarted');
       assert.equal(decision.phase, row.phase);
@@ -76,7 +76,7 @@ describe('real node: a sidecar that never started', () => {
     });
   }
 
-  it('started sidecars are still stopped through a request first, while the Warning goes out', () => {
+  it('R18: started sidecars are still stopped through a request first, while the Warning goes out', () => {
     const decision = expectKind(decideFor(makePod({ containers: [mainDone(0, 500_000), sidecar('log'), unstarted('proxy')] })), 'createRequest');
     assert.deepEqual(decision.containers, ['log']);
     assert.deepEqual(decision.waitingForContainerId, ['proxy']);
@@ -121,7 +121,7 @@ describe('real node: a sidecar that never started', () => {
     assert.match(decision.events[0]?.message ?? '', /"a" \(ErrImagePull\), "b" \(CreateContainerConfigError\) and "c" \(ImagePullBackOff\) have not started/);
   });
 
-  it('only ignore-exit-code sidecars that never started: the phase is set at once, as for running ones', () => {
+  it('R18: only ignore-exit-code sidecars that never started: the phase is set at once, as for running ones', () => {
     const pod = makePod({ containers: [mainDone(), unstarted('ign', 'ErrImagePull', [WHEN_JOB_EXIT, IGNORE_EXIT_CODE])] });
     const decision = expectKind(decideFor(pod), 'patchPhase');
     assert.equal(decision.cause, 'ignoreExitCode');

@@ -70,7 +70,7 @@ describe('R20–R21: virtual nodes', () => {
   });
 });
 
-describe('R50: real nodes without an agent, treated as virtual ones', () => {
+describe('R22: real nodes without an agent, treated as virtual ones', () => {
   it('both markers: the image swap instead of a request, with the event saying why', () => {
     const pod = done({ name: 'proxy', state: 'running', env: [WHEN_JOB_EXIT, withImage('exit0:1')] });
     const decision = expectKind(decideFor(pod, 'agentless'), 'swapImages');

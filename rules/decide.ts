@@ -334,7 +334,7 @@ function namesTaken(facts: Facts, sidecars: readonly Sidecar[]): Wait {
   return { ...wait('namesTaken', `every request name up to ${last} is taken`, [...facts.events, event], sidecars), requeueAfterMs: NAMES_TAKEN_RECHECK_MS };
 }
 
-// ---- virtual nodes, and real nodes without an agent (R50) ----
+// ---- virtual nodes, and real nodes without an agent (R22) ----
 
 function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decision {
   const { pod, running, events } = facts;
@@ -370,7 +370,7 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
 /**
  * Every sidecar has terminated on a node without kubelet's phase rules for them (virtual, or swapped
  * for want of an agent) and one is ignore-exit-code: its exit (128 when the quick-exit image lacks
- * its command) must not leave the Pod Running, nor fail it. The phase is set as R22 sets it.
+ * its command) must not leave the Pod Running, nor fail it. The phase is set as R23 sets it.
  */
 function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[]): Decision | undefined {
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return undefined;

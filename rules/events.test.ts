@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EmittedEvents, MAX_KEYS_PER_POD, normal, quoteList, warning } from './events.ts';
 
-describe('quoteList', () => {
+describe('quoteList (R47)', () => {
   const rows: Array<[string[], number | undefined, string]> = [
     [[], undefined, ''],
     [['a'], undefined, '"a"'],
@@ -23,7 +23,7 @@ describe('quoteList', () => {
   });
 });
 
-describe('EmittedEvents', () => {
+describe('EmittedEvents (R47)', () => {
   const a = warning('R', 'k1', 'm');
   const b = normal('S', 'k2', 'm');
 
@@ -51,7 +51,7 @@ describe('EmittedEvents', () => {
     assert.deepEqual(emitted.take('ns/p', 'u1', [a]), [a]);
   });
 
-  it('keeps at most MAX_KEYS_PER_POD keys per Pod, dropping the oldest', () => {
+  it('R48: keeps at most MAX_KEYS_PER_POD keys per Pod, dropping the oldest', () => {
     const emitted = new EmittedEvents();
     const events = Array.from({ length: MAX_KEYS_PER_POD + 10 }, (_, i) => normal('S', `k${i}`, 'm'));
     assert.equal(emitted.take('ns/p', 'u1', events).length, events.length);

@@ -145,7 +145,7 @@ function assertInvariant(decision: Decision, g: Generated, seed: number): void {
   }
 }
 
-describe('invariant: never Succeeded unless every main terminated with exit 0', () => {
+describe('invariant (R26): never Succeeded unless every main terminated with exit 0', () => {
   it('holds over 60000 generated Pods, nodes and request histories', () => {
     let succeeded = 0;
     let failed = 0;
@@ -245,7 +245,7 @@ describe('invariant: never Succeeded unless every main terminated with exit 0', 
   });
 });
 
-describe('R25: no phase at all while a main will run again, or without a main', () => {
+describe('R26: no phase at all while a main will run again, or without a main', () => {
   const mainAgain = (extra: Partial<V1Container>, edit?: (pod: V1Pod) => void): V1Pod => {
     const pod = makePod({ containers: [main('app', exited(0)), sidecar('p', 'running', [IGNORE_EXIT_CODE])] });
     Object.assign(pod.spec!.containers[0]!, extra);

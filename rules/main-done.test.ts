@@ -137,7 +137,7 @@ describe('R7: kubelet\'s choice after an exit', () => {
   for (const [name, c, policy, code, want] of rows) it(name, () => assert.equal(restartAfterExit(c, policy, code), want));
 });
 
-describe('R7, R42: probe kills, and what a runtime exit alone can say', () => {
+describe('R7, R43: probe kills, and what a runtime exit alone can say', () => {
   const rows: Array<{ name: string; pod: V1Pod; probeRestarts: boolean; exitSettles: boolean }> = [
     { name: 'Never, no probe', pod: podWith('running'), probeRestarts: false, exitSettles: true },
     { name: 'OnFailure, no probe', pod: podWith('running', {}, { restartPolicy: 'OnFailure' }), probeRestarts: false, exitSettles: true },

@@ -14,7 +14,7 @@ import { projectPod, readMarkers } from './projection.ts';
 
 const fromSecret = { secretKeyRef: { name: 's', key: 'k' } };
 
-describe('readMarkers: env markers, literal values only', () => {
+describe('readMarkers (R2): env markers, literal values only', () => {
   const cases: Array<{ name: string; env: V1EnvVar[]; want: ReturnType<typeof readMarkers> }> = [
     { name: 'no env', env: [], want: { whenJobExit: false, ignoreExitCode: false } },
     { name: 'an image of 1024 characters is kept', env: [{ name: ENV_TERMINATE_WITH_IMAGE, value: 'i'.repeat(1024) }], want: { whenJobExit: false, withImage: 'i'.repeat(1024), ignoreExitCode: false } },

@@ -1,4 +1,4 @@
-// R28, R30, R34: a request's deadline and a replaced Pod, as the agent and the controller both decide them.
+// R29, R31, R35: a request's deadline and a replaced Pod, as the agent and the controller both decide them.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
@@ -21,7 +21,7 @@ function request(over: { deadline?: number; created?: string; uidLabel?: string 
   };
 }
 
-describe('R30, R34: the deadline', () => {
+describe('R31, R35: the deadline', () => {
   it('counts from the creation: time left before, passed from the very millisecond it is due', () => {
     const crr = request({ deadline: 30 });
     assert.equal(untilDeadlineMs(crr, CREATED + 10_000), 20_000);
@@ -45,7 +45,7 @@ describe('R30, R34: the deadline', () => {
   });
 });
 
-describe('R28, R34: a replaced Pod', () => {
+describe('R29, R35: a replaced Pod', () => {
   it('is a pod-uid label naming another uid than the Pod now under the name', () => {
     assert.equal(replacedPodUid(request({ uidLabel: 'old' }), 'new'), 'old');
     assert.equal(replacedPodUid(request({ uidLabel: 'same' }), 'same'), undefined);

@@ -1,5 +1,5 @@
 // When a request is over without being carried out to the end, whoever looks at it: the agent
-// (R34) and the controller (R28, R30) decide these the same way. The deadline's message is the same
+// (R35) and the controller (R29, R31) decide these the same way. The deadline's message is the same
 // from both; a replaced Pod each reports in its own words (the agent's refusal names both uids).
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
@@ -7,7 +7,7 @@ import { toMs } from '../common/time.ts';
 
 /**
  * The deadline of a request created without activeDeadlineSeconds: every request ends, so none can
- * wait forever (and hold what waits behind it, R33). Three hours: above the longest a request can
+ * wait forever (and hold what waits behind it, R34). Three hours: above the longest a request can
  * rightly take, an hour of unreadyGracePeriodSeconds, an hour of minStartedSeconds and the grace.
  */
 export const DEFAULT_ACTIVE_DEADLINE_SECONDS = 3 * MAX_STRATEGY_SECONDS;

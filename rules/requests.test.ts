@@ -20,7 +20,7 @@ import {
   retryDelaySeconds,
 } from './requests.ts';
 
-describe('request names', () => {
+describe('R11: request names', () => {
   it('first attempt is sidecar-termination-<uid>, later ones add -<n>', () => {
     assert.equal(requestName(UID, 1), `sidecar-termination-${UID}`);
     assert.equal(requestName(UID, 2), `sidecar-termination-${UID}-2`);
@@ -50,7 +50,7 @@ describe('request names', () => {
   });
 });
 
-describe('requestPodUids: the informer index of the controller', () => {
+describe('requestPodUids (R30): the informer index of the controller', () => {
   const crr = (name: string, labels?: Record<string, string>): ContainerRecreateRequest => ({
     apiVersion: 'sidecar-terminator.dev/v1alpha1',
     kind: 'ContainerRecreateRequest',
@@ -71,7 +71,7 @@ describe('requestPodUids: the informer index of the controller', () => {
   }
 });
 
-describe('isOwnRequest', () => {
+describe('isOwnRequest (R30)', () => {
   const pod = { uid: UID, nodeName: NODE };
   const rows: Array<[string, ExistingRequest, typeof pod | { uid: string; nodeName?: string }, boolean]> = [
     ['our name, this Pod and node', request({ containers: [] }), pod, true],
@@ -87,7 +87,7 @@ describe('isOwnRequest', () => {
   }
 });
 
-describe('the request body stays within the API bounds', () => {
+describe('R12, R15: the request body stays within the API bounds', () => {
   const pod = projectPod(makePod({ containers: [main('app'), sidecar('proxy')] }));
   const rows: Array<[string, number | undefined, number, number]> = [
     ['defaults', undefined, 300, 300],
@@ -115,7 +115,7 @@ describe('the request body stays within the API bounds', () => {
   });
 });
 
-describe('retryDelaySeconds', () => {
+describe('retryDelaySeconds (R14)', () => {
   it('is 0 for the first attempt, then doubles from the base up to the cap', () => {
     const options = { ...DEFAULT_OPTIONS, retryBaseDelaySeconds: 5, retryMaxDelaySeconds: 30 };
     assert.deepEqual([1, 2, 3, 4, 5, 6, 50].map((a) => retryDelaySeconds(a, options)), [0, 5, 10, 20, 30, 30, 30]);
@@ -178,7 +178,7 @@ describe('projectRequest', () => {
   });
 });
 
-describe('keptRequest: what the caches keep of a request', () => {
+describe('keptRequest (R48): what the caches keep of a request', () => {
   it('our labels, our finalizer, spec and status; none of what its creator can make large', () => {
     const fat: Record<string, string> = {};
     for (let i = 0; i < 2000; i++) fat[`example.com/label-${i}`] = 'x'.repeat(63);

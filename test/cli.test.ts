@@ -9,7 +9,7 @@ import { VERSION } from '../common/version.ts';
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
 
-describe('sidecar-terminator on the command line', () => {
+describe('sidecar-terminator on the command line (R51)', () => {
   for (const [args, usage] of [
     [['-h'], /^usage: sidecar-terminator agent\|controller/],
     [['agent', '--help'], /^usage: sidecar-terminator agent \[flags\][\s\S]*--node-name[\s\S]*--log-level/],

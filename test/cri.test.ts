@@ -14,7 +14,7 @@ runtimeContract('CriRuntime against containerd 2 (e2e/cluster/versions.env)', ()
 // 48 StopContainer calls at once in one sandbox hung for a minute with the containers still running
 // (containerd 2.4.2, on this machine). The agent stops at most STOPS_PER_POD of a Pod at once.
 for (const [title, build] of [['containerd 2', () => containerd2()], ['Debian\'s containerd 1.6', () => undefined]] as const) {
-  describe(`64 containers of one Pod sandbox stopped ${STOPS_PER_POD} at a time (${title})`, () => {
+  describe(`R39: 64 containers of one Pod sandbox stopped ${STOPS_PER_POD} at a time (${title})`, () => {
     it('every one exits on SIGTERM, none hangs', { timeout: 300_000 }, async () => {
       const fixture = await containerdFixture(build());
       try {

@@ -8,7 +8,7 @@ runtimeContract('DockerRuntime against dockerd', dockerFixture);
 
 // A Pod's lifecycle.stopSignal reaches a docker:// container only through the agent: the Engine is
 // told it on every stop (through kill and wait: Debian's 20.10 Engine, API 1.41, has no stop signal).
-describe('DockerRuntime: the Pod spec\'s stop signal', () => {
+describe('DockerRuntime: the Pod spec\'s stop signal (R38)', () => {
   let f: RuntimeFixture | undefined;
   before(async () => {
     f = await dockerFixture();

@@ -83,7 +83,7 @@ describe('manifests/base/crd.yaml', () => {
     assert.deepEqual(missing, [], `properties without a description: ${missing.join(', ')}`);
   });
 
-  it('says that hooks, ports and container IDs are never taken from the request', () => {
+  it('R27: says that hooks, ports and container IDs are never taken from the request', () => {
     const spec = at('spec').description!;
     assert.match(spec, /never takes a hook, a port or a container ID from the request/);
     assert.match(at('spec.containers[].statusContext').description!, /controller fills it/);
@@ -96,7 +96,7 @@ describe('manifests/base/crd.yaml', () => {
     assert.deepEqual(crd.spec.names.categories, ['sidecar-terminator']);
   });
 
-  it('names are names: podName a DNS subdomain (never `.` or `..`: the path would be the Pod list), containers DNS labels', () => {
+  it('R27: names are names: podName a DNS subdomain (never `.` or `..`: the path would be the Pod list), containers DNS labels', () => {
     const podName = new RegExp(at('spec.podName').pattern!);
     const container = new RegExp(at('spec.containers[].name').pattern!);
     assert.equal(at('spec.podName').maxLength, 253);
@@ -113,7 +113,7 @@ describe('manifests/base/crd.yaml', () => {
     assert.equal(container.test('proxy-1'), true);
   });
 
-  it('states the bounds api/container-recreate-request.ts exports', () => {
+  it('R27: states the bounds api/container-recreate-request.ts exports', () => {
     assert.equal(at('spec.containers').maxItems, MAX_REQUEST_CONTAINERS);
     assert.equal(at('status.containerRecreateStates').maxItems, MAX_REQUEST_CONTAINERS);
     assert.equal(at('spec.activeDeadlineSeconds').maximum, MAX_ACTIVE_DEADLINE_SECONDS);

@@ -139,7 +139,7 @@ describe('manifests/optional', () => {
     }
   });
 
-  it('the alerts query only series that exist, and each says what it is', async () => {
+  it('R51: the alerts query only series that exist, and each says what it is', async () => {
     const registered = await registeredMetrics();
     assert.equal(rule.kind, 'PrometheusRule');
     assert.equal(rule.metadata.namespace, 'sidecar-terminator');

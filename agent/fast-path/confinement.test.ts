@@ -60,7 +60,7 @@ describe('otherNodeName', () => {
   });
 });
 
-describe('ConfinementCheck', () => {
+describe('ConfinementCheck (R50)', () => {
   it('sends two dry-run creates, one per node label, and enables only on the expected answers', async () => {
     const sent: { node: string; dryRun: unknown }[] = [];
     const states: FastPathState[] = [];

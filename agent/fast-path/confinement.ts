@@ -1,4 +1,4 @@
-// Whether this agent may create requests itself (the fast path: docs/design.md, R47). Decided from
+// Whether this agent may create requests itself (the fast path: docs/design.md, R50). Decided from
 // what the API server does, not from its version: two dry-run creates, one labelled with this node
 // and one with another. Only when the first is admitted and the second is denied by the agent
 // policy is the agent confined to its own node; anything else leaves creation to the controller,

@@ -1,4 +1,4 @@
-// The fast path's I/O (R42) against a fake runtime and the fake API server: a main's exit leads to
+// The fast path's I/O (R43) against a fake runtime and the fake API server: a main's exit leads to
 // its Pod and the first request, created as agent/main.ts creates it (createIfAbsent); a request the
 // controller created first (409) is no error and gives no event; a create that fails is retried by
 // the handler's queue.
@@ -283,7 +283,7 @@ describe('ExitHandler', () => {
     }
   });
 
-  it('R7, R42: a main kubelet may restart whatever its code (OnFailure, liveness probe) waits for kubelet\'s report, then goes on the Pod\'s next update', async () => {
+  it('R7, R43: a main kubelet may restart whatever its code (OnFailure, liveness probe) waits for kubelet\'s report, then goes on the Pod\'s next update', async () => {
     const probed = (state: 'running' | { exit: number }) => {
       const raw = makePod({ restartPolicy: 'OnFailure', containers: [main('main', state), sidecar('proxy')] });
       raw.spec!.containers[0]!.livenessProbe = { exec: { command: ['check'] } };

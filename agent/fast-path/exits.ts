@@ -74,7 +74,7 @@ export class ExitHandler {
    */
   private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number; lastExitedAtMs?: number }>();
   /**
-   * By Pod key, the runtime prefix of Pods whose mains' exit only kubelet's report settles (R7, R42):
+   * By Pod key, the runtime prefix of Pods whose mains' exit only kubelet's report settles (R7, R43):
    * looked at again on the Pod's next update, kept while the Pod is cached.
    */
   private readonly awaitingKubelet = new Map<string, string>();

@@ -1,4 +1,4 @@
-// The fast path (R42): the agent follows its runtimes' exit events, and when a Pod's mains are done
+// The fast path (R43): the agent follows its runtimes' exit events, and when a Pod's mains are done
 // creates the Pod's first request itself and hands it to the Reconciler, seconds before kubelet
 // and the controller would. Only while the API server confines the agent's creates to its node.
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';

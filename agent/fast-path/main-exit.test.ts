@@ -55,7 +55,7 @@ const cases: Case[] = [
   { name: 'restartPolicy Always', pod: { ...reported, restartPolicy: 'Always' }, runtime: [exit('main', 0), run('proxy')] },
   { name: 'two mains, one still running', pod: { ...reported, containers: [main('a'), main('b'), sidecar('proxy')] }, runtime: [exit('a', 0), run('b'), run('proxy')] },
   { name: 'two mains done, two sidecars, one already exited', pod: { ...reported, containers: [main('a'), main('b'), sidecar('p1'), sidecar('p2')] }, runtime: [exit('a', 0), exit('b', 0), exit('p1', 0), run('p2')], stops: ['p2'] },
-  // R7, R42: what a runtime exit alone cannot settle waits for kubelet's report.
+  // R7, R43: what a runtime exit alone cannot settle waits for kubelet's report.
   {
     name: 'OnFailure, liveness probe, exit 0: may be a probe kill kubelet restarts; kubelet\'s report is waited for',
     pod: onFailure, edit: mainSpec(LIVENESS), runtime: [exit('main', 0), run('proxy')], awaiting: ['main'],
@@ -94,7 +94,7 @@ const cases: Case[] = [
   },
 ];
 
-describe('requestOnMainExit', () => {
+describe('requestOnMainExit (R43)', () => {
   for (const c of cases) {
     it(c.name, () => {
       const raw = makePod(c.pod ?? reported);

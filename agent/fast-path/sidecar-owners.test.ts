@@ -36,7 +36,7 @@ function harness(answer: (id: string) => RuntimeContainer | undefined = (id) => 
 
 const settle = () => new Promise((r) => setTimeout(r, 5));
 
-describe('SidecarOwners', () => {
+describe('SidecarOwners (R37)', () => {
   it('reads the sidecar\'s labels once (not the main\'s), and forgets them with the Pod', async () => {
     const h = harness();
     h.owners.podChanged(KEY, podWith('containerd://p1'));

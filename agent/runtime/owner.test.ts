@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KUBELET_LABELS, ownerFromLabels } from './owner.ts';
 
-describe('ownerFromLabels', () => {
+describe('ownerFromLabels (R37)', () => {
   const all = {
     [KUBELET_LABELS.podUid]: 'uid-1',
     [KUBELET_LABELS.podNamespace]: 'ns',

@@ -176,7 +176,7 @@ describe('KubeClient', () => {
     });
   });
 
-  describe('paths', () => {
+  describe('paths (R27)', () => {
     it('a path with an empty, `.` or `..` segment (in any encoding) is refused before anything is sent', async () => {
       client = new KubeClient({ server });
       for (const path of ['/api/v1/namespaces/ns/pods/.', '/api/v1/namespaces/ns/pods/..', '/api/v1/namespaces/ns/pods/', '/api/v1/namespaces/ns/pods/%2e',
@@ -206,7 +206,7 @@ describe('KubeClient', () => {
     });
   });
 
-  describe('onResponse (the api_requests_total metrics)', () => {
+  describe('onResponse (R51: the api_requests_total metrics)', () => {
     it('is told of every answer by verb and status, each 429 retry too, and of requests that got none', async () => {
       const seen: string[] = [];
       client = new KubeClient({ server }, { onResponse: (verb, code) => seen.push(`${verb} ${code}`) });

@@ -16,7 +16,7 @@ function cluster(version: string, policyResources: string[] | 'absent') {
   };
 }
 
-describe('readClusterInfo', () => {
+describe('readClusterInfo (R51)', () => {
   const cases: [string, ReturnType<typeof cluster>, { version: string; admissionPolicies: boolean }][] = [
     ['1.33: policies served', cluster('v1.33.13', ['validatingadmissionpolicies', 'validatingwebhookconfigurations']), { version: 'v1.33.13', admissionPolicies: true }],
     ['1.27: admissionregistration/v1 without policies', cluster('v1.27.4', ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations']), { version: 'v1.27.4', admissionPolicies: false }],
@@ -25,7 +25,7 @@ describe('readClusterInfo', () => {
   for (const [name, client, want] of cases) it(name, async () => assert.deepEqual(await readClusterInfo(client), want));
 });
 
-describe('reportClusterInfo', () => {
+describe('reportClusterInfo (R51)', () => {
   it('exports the release as an info metric', async () => {
     const registry = new Registry();
     await reportClusterInfo(cluster('v1.27.4', []), registry, createLogger('test', 'error'));
