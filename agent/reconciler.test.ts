@@ -1,4 +1,4 @@
-// The reconciler's I/O against a fake runtime and the fake API server (common/kube/fake-api.ts):
+// The reconciler's I/O against a fake runtime and the fake API server (test/support/fake-api.ts):
 // the order of status write, hook and stop, the re-check of the runtime labels right before the
 // stop, refusals, resumed stops, a shutdown's drain, and what the API server answers: a Pod or a
 // request gone (404), a stale write (409), throttling, errors and no answer at all.
@@ -8,7 +8,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import type { KubeApi } from '../common/kube/api.ts';
 import { isConflict, isNotFound } from '../common/kube/errors.ts';
-import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import { EVENT_REASONS } from '../api/names.ts';

@@ -1,4 +1,4 @@
-// The event recorder against the fake API server (kube/fake-api.ts): what an Event looks like, and
+// The event recorder against the fake API server (test/support/fake-api.ts): what an Event looks like, and
 // how they are sent: in the background, a few at a time, a bounded backlog, failures logged and
 // never thrown. The recorder does not deduplicate: each emit is one Event. Sending a reason once per
 // Pod is its callers' part (crr/sidecar-controller.test.ts, crr/requests-controller.test.ts). Events
@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventRecorder } from './events.ts';
-import { FakeKubeApi, networkError } from './kube/fake-api.ts';
+import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { UrgentWrites } from './urgent-writes.ts';

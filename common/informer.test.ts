@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Query } from './kube/api.ts';
-import { FakeKubeApi, networkError } from './kube/fake-api.ts';
+import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from './kube/paths.ts';
 import { createLogger } from './log.ts';
 import { ProjectingInformer } from './informer.ts';

@@ -1,10 +1,10 @@
-// Leader election (R49) against the fake API server (kube/fake-api.ts) under a fake clock: renewals,
+// Leader election (R49) against the fake API server (test/support/fake-api.ts) under a fake clock: renewals,
 // the renew deadline whatever the API answers (500, 429, 409, no answer, a call that hangs), another
 // holder, a conflicting write, a create race, a deleted Lease, and the release on stop.
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import winston from 'winston';
-import { FakeKubeApi, networkError } from './kube/fake-api.ts';
+import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { LeaderElector, type LeaderElectionOptions, type LeaseClient } from './leader.ts';
 
 interface Lease {

@@ -3,7 +3,7 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeKubeApi } from '../common/kube/fake-api.ts';
+import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { checkNodeSelector, NodeKinds } from './node-kinds.ts';

@@ -1,5 +1,5 @@
 // The I/O around decideLifecycle() and decideReadiness(), against the fake API server
-// (common/kube/fake-api.ts) and the real event recorder: a request that does not match its Pod is
+// (test/support/fake-api.ts) and the real event recorder: a request that does not match its Pod is
 // completed without being executed (one Warning per Pod however many come); a Pod gone (404) or a
 // failed read; admission, unlabelling and deletion against stale copies (409) and requests already
 // gone (404); the readiness gate's finalizer through a deletion.
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { isConflict } from '../common/kube/errors.ts';
-import { FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { RequestsController } from './requests-controller.ts';

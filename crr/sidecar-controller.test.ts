@@ -1,4 +1,4 @@
-// The I/O around decide(), against the fake API server (common/kube/fake-api.ts) and the real event
+// The I/O around decide(), against the fake API server (test/support/fake-api.ts) and the real event
 // recorder: what reaches the API server, what it answers (a name taken, a rejected body, a stale
 // resourceVersion, throttling, errors), and the Pod's events, each sent once.
 import { describe, it } from 'node:test';
@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { isConflict } from '../common/kube/errors.ts';
-import { apiError, FakeKubeApi, networkError } from '../common/kube/fake-api.ts';
+import { apiError, FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
 import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { NodeKind } from '../rules/classify.ts';
-import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../rules/fixtures.ts';
+import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../test/support/pods.ts';
 import { projectPod, type PodProjection } from '../rules/projection.ts';
 import { requestName, requestPodUids } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';

@@ -10,7 +10,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   EVENT_REASONS,
 } from '../api/names.ts';
-import { IGNORE_EXIT_CODE, main, makePod, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
+import { IGNORE_EXIT_CODE, main, makePod, WHEN_JOB_EXIT, withImage } from '../test/support/pods.ts';
 import { parseNameList, projectPod } from './projection.ts';
 
 const classifyOne = (env: V1EnvVar[], annotations: Record<string, string> = {}) =>

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
-import type { ContainerSpec } from './fixtures.ts';
+import type { ContainerSpec } from '../test/support/pods.ts';
 import {
   decideFor,
   exited,
@@ -17,7 +17,7 @@ import {
   sidecar,
   UID,
   withImage,
-} from './fixtures.ts';
+} from '../test/support/pods.ts';
 import { requestName } from './requests.ts';
 
 const ignoring = (name: string, state: ContainerSpec['state'] = 'running') => sidecar(name, state, [IGNORE_EXIT_CODE]);

@@ -2,8 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
-import type { ContainerSpec } from './fixtures.ts';
-import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, reasons, request, sidecar, UID } from './fixtures.ts';
+import type { ContainerSpec } from '../test/support/pods.ts';
+import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, reasons, request, sidecar, UID } from '../test/support/pods.ts';
 import type { ExistingRequest } from './requests.ts';
 import { MAX_REQUEST_ATTEMPTS, MAX_REQUEST_NAME_NUMBER, requestName } from './requests.ts';
 

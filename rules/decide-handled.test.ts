@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import type { NotHandledReason } from './decision.ts';
-import type { PodSpec } from './fixtures.ts';
-import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';
+import type { PodSpec } from '../test/support/pods.ts';
+import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT } from '../test/support/pods.ts';
 
 describe('R6–R7: Pods that are not handled', () => {
   const rows: Array<{ name: string; pod: PodSpec; reason: NotHandledReason }> = [

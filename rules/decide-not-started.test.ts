@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
-import type { ContainerSpec, PodSpec, StateSpec } from './fixtures.ts';
-import { decideFor, exited, expectKind, FAST_RETRY, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, reasons, request, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
+import type { ContainerSpec, PodSpec, StateSpec } from '../test/support/pods.ts';
+import { decideFor, exited, expectKind, FAST_RETRY, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, reasons, request, sidecar, WHEN_JOB_EXIT, withImage } from '../test/support/pods.ts';
 import { DEFAULT_OPTIONS } from './requests.ts';
 
 /** A sidecar that never started: no container, waiting with `reason`. */

@@ -16,7 +16,7 @@ import {
   request,
   sidecar,
   UID,
-} from './fixtures.ts';
+} from '../test/support/pods.ts';
 import { projectPod } from './projection.ts';
 import { buildTerminationRequest, DEFAULT_OPTIONS, requestName } from './requests.ts';
 

@@ -2,8 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
-import type { StateSpec } from './fixtures.ts';
-import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from './fixtures.ts';
+import type { StateSpec } from '../test/support/pods.ts';
+import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from '../test/support/pods.ts';
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 

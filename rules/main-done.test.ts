@@ -3,8 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Container, V1ContainerRestartRule, V1Pod } from '@kubernetes/client-node';
-import type { PodSpec, StateSpec } from './fixtures.ts';
-import { exited, main, makePod, sidecar } from './fixtures.ts';
+import type { PodSpec, StateSpec } from '../test/support/pods.ts';
+import { exited, main, makePod, sidecar } from '../test/support/pods.ts';
 import type { NotDoneReason } from './main-done.ts';
 import { exitSettlesRestart, mainsDone, mainsSucceeded, mainVerdict, probeKillRestarts, restartAfterExit } from './main-done.ts';
 import { projectPod } from './projection.ts';

@@ -9,7 +9,7 @@ import {
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
 } from '../api/names.ts';
-import { exited, main, makePod, NOW, POD_START, sidecar, UID } from './fixtures.ts';
+import { exited, main, makePod, NOW, POD_START, sidecar, UID } from '../test/support/pods.ts';
 import { projectPod, readMarkers } from './projection.ts';
 
 const fromSecret = { secretKeyRef: { name: 's', key: 'k' } };

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_NODE_NAME, LABEL_POD_UID, MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED } from '../api/container-recreate-request.ts';
-import { main, makePod, NODE, request, sidecar, UID } from './fixtures.ts';
+import { main, makePod, NODE, request, sidecar, UID } from '../test/support/pods.ts';
 import { projectPod } from './projection.ts';
 import type { ExistingRequest } from './requests.ts';
 import {

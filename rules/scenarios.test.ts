@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_SIDECARS } from '../api/names.ts';
-import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, request, sidecar, WHEN_JOB_EXIT } from './fixtures.ts';
+import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, request, sidecar, WHEN_JOB_EXIT } from '../test/support/pods.ts';
 
 describe('scenarios of docs/design.md (rules level)', () => {
   it('Never, main exits 0, sidecar exits 0 on SIGTERM: request, then nothing left to do', () => {

@@ -22,6 +22,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
 
 /** Files outside the folders that code in them may read: the package's own version. */
 const SHARED_FILES = new Set(['package.json']);
+/** What only tests use (fixtures, the fake API server): tests anywhere may import it, nothing else. */
+const TEST_SUPPORT = 'test/support/';
 
 function tsFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
@@ -45,6 +47,7 @@ function violation(file: string, specifier: string): string | undefined {
   const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
   const to = target.split('/')[0]!;
   if (allowed.includes(to) || SHARED_FILES.has(target)) return undefined;
+  if (file.endsWith('.test.ts') && target.startsWith(TEST_SUPPORT)) return undefined;
   return `${file} imports ${specifier} (${target}): ${from}/ may import only from ${allowed.map((d) => `${d}/`).join(', ')}`;
 }
 
@@ -67,6 +70,10 @@ describe('imports flow one way', () => {
     assert.ok(violation('common/x.ts', '../api/y.ts'));
     assert.ok(violation('common/kube/x.ts', '../../rules/y.ts'));
     assert.ok(violation('agent/runtime/x.ts', '../../test/support/y.ts'));
+    assert.ok(violation('rules/x.ts', '../test/support/pods.ts'));
+    assert.equal(violation('rules/x.test.ts', '../test/support/pods.ts'), undefined);
+    assert.equal(violation('agent/fast-path/x.test.ts', '../../test/support/fake-api.ts'), undefined);
+    assert.ok(violation('agent/x.test.ts', '../crr/y.ts'), 'a test follows its folder\'s direction otherwise');
     assert.equal(violation('agent/runtime/x.ts', '../../rules/y.ts'), undefined);
     assert.equal(violation('crr/x.ts', '../api/y.ts'), undefined);
     assert.equal(violation('rules/x.ts', '../common/queue.ts'), undefined);
@@ -92,14 +99,13 @@ describe('imports flow one way', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('the fake API server (common/kube/fake-api.ts) is for tests: only *.test.ts files import it', () => {
-    const FAKE = 'common/kube/fake-api.ts';
+  it('test support (test/support/: the Pod fixtures, the fake API server) is imported by tests only', () => {
     const importers: string[] = [];
     for (const dir of Object.keys(MAY_IMPORT)) {
       for (const file of tsFiles(dir)) {
         if (file.endsWith('.test.ts')) continue;
         for (const specifier of specifiers(readFileSync(path.join(ROOT, file), 'utf8'))) {
-          if (path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier)) === FAKE) importers.push(file);
+          if (path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier)).startsWith(TEST_SUPPORT)) importers.push(file);
         }
       }
     }

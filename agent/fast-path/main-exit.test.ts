@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, it } from 'node:test';
-import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../../rules/fixtures.ts';
+import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, type PodSpec } from '../../test/support/pods.ts';
 import { projectPod } from '../../rules/projection.ts';
 import { DEFAULT_OPTIONS, requestName } from '../../rules/requests.ts';
 import type { ExistingRequest } from '../../rules/requests.ts';

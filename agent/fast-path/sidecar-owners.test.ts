@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLogger } from '../../common/log.ts';
-import { main, makePod, sidecar, UID } from '../../rules/fixtures.ts';
+import { main, makePod, sidecar, UID } from '../../test/support/pods.ts';
 import { projectPod } from '../../rules/projection.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
 import { containerIDOf } from '../runtime/container-id.ts';

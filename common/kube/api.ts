@@ -1,5 +1,5 @@
 // The Kubernetes API as the programs call it: a handful of REST verbs on paths (paths.ts builds
-// them). KubeClient (client.ts) answers over HTTP; the fake in fake-api.ts answers from memory, so
+// them). KubeClient (client.ts) answers over HTTP; the fake in test/support/fake-api.ts answers from memory, so
 // that the I/O around the rules (the reconcilers, the informer, leader election, the event
 // recorder) is unit-tested against the API server's answers without a cluster. Each of those takes
 // only the verbs it calls, as a Pick of KubeApi.

@@ -2,11 +2,11 @@
 // these tests pin each of them, so that a test passing against the fake means something.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { WatchEvent } from './api.ts';
-import { createIfAbsent, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
-import { FakeKubeApi, networkError } from './fake-api.ts';
-import { podPath, resourcePath } from './paths.ts';
-import { errorMessage, statusCode } from '../log.ts';
+import type { WatchEvent } from '../common/kube/api.ts';
+import { createIfAbsent, ignoreNotFound, isConflict, isNotFound } from '../common/kube/errors.ts';
+import { FakeKubeApi, networkError } from './support/fake-api.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
+import { errorMessage, statusCode } from '../common/log.ts';
 
 interface Obj {
   metadata: { name?: string; generateName?: string; namespace?: string; uid?: string; resourceVersion?: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string | null>; finalizers?: string[] };

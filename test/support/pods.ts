@@ -1,13 +1,13 @@
 // Test helpers: terse Pod and request builders for the sidecar terminator's table-driven tests.
 import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import type { NodeKind } from './classify.ts';
-import { ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../api/names.ts';
-import type { DecideContext } from './decide.ts';
-import { decide } from './decide.ts';
-import type { Decision } from './decision.ts';
-import { projectPod } from './projection.ts';
-import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
-import { DEFAULT_OPTIONS, requestName } from './requests.ts';
+import type { NodeKind } from '../../rules/classify.ts';
+import { ENV_IGNORE_EXIT_CODE, ENV_TERMINATE_WHEN_JOB_EXIT, ENV_TERMINATE_WITH_IMAGE } from '../../api/names.ts';
+import type { DecideContext } from '../../rules/decide.ts';
+import { decide } from '../../rules/decide.ts';
+import type { Decision } from '../../rules/decision.ts';
+import { projectPod } from '../../rules/projection.ts';
+import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from '../../rules/requests.ts';
+import { DEFAULT_OPTIONS, requestName } from '../../rules/requests.ts';
 
 export const UID = '0f7e8d6c-1111-2222-3333-444455556666';
 export const NOW = Date.parse('2025-01-01T00:10:00Z');

@@ -1,5 +1,5 @@
 // An API server in memory, for the unit tests of the code around the rules (never imported by the
-// programs). It answers the calls of KubeApi (api.ts) the way the API server does in the respects
+// programs). It answers the calls of KubeApi (common/kube/api.ts) the way the API server does in the respects
 // that code depends on, and no further:
 // - objects stored by path, each write giving a new resourceVersion (one counter for all);
 // - create: 409 when the name is taken, generateName, uid and creationTimestamp set, dryRun=All not stored;
@@ -19,8 +19,8 @@
 // Every call is recorded (`calls`), and a test injects faults into the next matching calls: an
 // error status (404, 409, 429, 500, ...), any Error (networkError()), or a function run before the
 // call is served (to hold it, delay it, or let another writer go first).
-import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
-import { KubeApiError } from './client.ts';
+import type { KubeApi, PatchType, Query, WatchEvent } from '../../common/kube/api.ts';
+import { KubeApiError } from '../../common/kube/client.ts';
 
 export type FakeMethod = 'get' | 'create' | 'replace' | 'patch' | 'delete' | 'watch';
 
