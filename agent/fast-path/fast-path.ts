@@ -3,40 +3,25 @@
 // and the controller would. Only while the API server confines the agent's creates to its node.
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import { requestPath } from '../../api/container-recreate-request.ts';
-import type { EventRecorder } from '../../common/events.ts';
 import type { KubeApi } from '../../common/kube/api.ts';
 import { createIfAbsent } from '../../common/kube/errors.ts';
 import { namespacedKey } from '../../common/informer.ts';
-import type { Logger } from '../../common/log.ts';
 import type { UrgentWrites } from '../../common/urgent-writes.ts';
 import type { PodProjection } from '../../rules/projection.ts';
-import type { SidecarTerminatorOptions } from '../../rules/requests.ts';
-import type { AgentMetrics } from '../metrics.ts';
-import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
+import type { FastPathState } from './confinement.ts';
 import { ConfinementCheck, FAST_PATH_STATES } from './confinement.ts';
-import type { ExitCache } from './exits.ts';
+import type { ExitHandlerDeps } from './exits.ts';
 import { ExitHandler } from './exits.ts';
-import type { Handoff } from './handoff.ts';
 import { SidecarOwners } from './sidecar-owners.ts';
 
-export interface FastPathDeps {
+/** The exit handler's, but for the request calls and the labels read ahead, which FastPath makes itself. */
+export interface FastPathDeps extends Omit<ExitHandlerDeps, 'api' | 'ownerOf'> {
   client: Pick<KubeApi, 'create' | 'get'>;
   /** Where creates go first, ahead of other writes. */
   creates: UrgentWrites;
-  nodeName: string;
   /** The agent's own namespace (where the confinement check's dry runs are addressed). */
   namespace: string;
-  cache: ExitCache;
-  runtimes: Pick<RuntimeRegistry, 'runtimeFor' | 'forContainer'>;
-  /** The one way into the Reconciler. */
-  handOff: (handoff: Handoff) => void;
-  events: EventRecorder;
-  metrics: AgentMetrics;
-  log: Logger;
-  workers: number;
-  requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
-  now?: () => number;
 }
 
 export class FastPath {
@@ -55,8 +40,7 @@ export class FastPath {
     });
     this.owners = new SidecarOwners(deps.runtimes, log);
     this.exits = new ExitHandler({
-      nodeName: deps.nodeName,
-      cache: deps.cache,
+      ...deps,
       api: {
         create: (body) => deps.creates.run(() => createIfAbsent(client, requestPath(body.metadata.namespace), body)),
         // By a list with the name as field selector: the agent may list requests, not get one.
@@ -65,15 +49,7 @@ export class FastPath {
           return list.items.find((r) => r.metadata.name === name);
         },
       },
-      runtimes: deps.runtimes,
       ownerOf: (containerID) => this.owners.ownerOf(containerID),
-      handOff: deps.handOff,
-      events: deps.events,
-      metrics,
-      log,
-      workers: deps.workers,
-      requestOptions: deps.requestOptions,
-      ...(deps.now ? { now: deps.now } : {}),
     });
   }
 
@@ -99,8 +75,14 @@ export class FastPath {
     return this.confinement.notReadyReason();
   }
 
-  start(): Promise<unknown> {
+  /** Checks the confinement now (and again on its own schedule); resolves to what it found. */
+  start(): Promise<FastPathState> {
     return this.confinement.start();
+  }
+
+  /** Resolves once the exits received so far have been acted on (for tests). */
+  idle(): Promise<void> {
+    return this.exits.idle();
   }
 
   /** Takes no new exits (a request being created may still be handed over). */
