@@ -6,6 +6,7 @@ import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
 import type { UrgentWrites } from './urgent-writes.ts';
+import { namespacedKey } from './informer.ts';
 
 export interface PodRef {
   namespace: string;
@@ -86,7 +87,7 @@ export class EventRecorder {
       this.inFlight++;
       this.client.create(resourcePath('v1', 'events', body.metadata.namespace), body)
         .catch((err: unknown) => this.log.warn('could not record event', {
-          pod: `${body.metadata.namespace}/${body.involvedObject.name}`, reason: body.reason, error: errorMessage(err),
+          pod: namespacedKey(body.metadata.namespace, body.involvedObject.name), reason: body.reason, error: errorMessage(err),
         }))
         .finally(() => {
           this.inFlight--;

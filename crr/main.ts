@@ -15,7 +15,7 @@ import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import { ProjectingInformer } from '../common/informer.ts';
+import { namespacedKey, ProjectingInformer } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics, QueueDepths } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
@@ -136,7 +136,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const events = new EventRecorder(client, 'sidecar-terminator', log);
   const requestsController = new RequestsController({
     client, log, events,
-    cachedRequest: (namespace, name) => requests.get(`${namespace}/${name}`),
+    cachedRequest: (namespace, name) => requests.get(namespacedKey(namespace, name)),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
   const sidecarController: SidecarController = new SidecarController({

@@ -14,6 +14,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { completedStatus, LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
+import { namespacedKey } from '../common/informer.ts';
 
 export interface RequestsControllerDeps {
   /** Reads Pods; patches requests and Pod status; deletes requests. */
@@ -70,7 +71,7 @@ export class RequestsController {
 
   private async apply(crr: ContainerRecreateRequest, action: LifecycleAction, pod: V1Pod | undefined): Promise<void> {
     if (action.kind === 'none') return;
-    const ref = `${crr.metadata.namespace}/${crr.metadata.name}`;
+    const ref = namespacedKey(crr.metadata.namespace!, crr.metadata.name!);
     this.deps.onAction?.(action.kind);
     switch (action.kind) {
       case 'admit':
