@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { StopMilestones, StopTimeline } from './timeline.ts';
-import { stopTimeline } from './timeline.ts';
+import { observeStopSteps, RequestTimings, stopTimeline } from './timeline.ts';
 
 const base: StopMilestones = { knownAtMs: 1000, actingAtMs: 1002, runtimeCheckMs: 1.25, stopSentAtMs: 1004, exitedAtMs: 1040 };
 const onExit = { mainExitedAtMs: 980, exitEventAtMs: 981.5, createdAtMs: 1000, apiCreateMs: 17 };
@@ -37,4 +37,35 @@ describe('stopTimeline (R44)', () => {
   for (const row of rows) {
     it(row.name, () => assert.deepEqual(stopTimeline(row.milestones), row.timeline));
   }
+});
+
+describe('RequestTimings (R44): when each request became known', () => {
+  it('the first sighting counts; a request the fast path created is known from its create, with its exit\'s timing', () => {
+    const timings = new RequestTimings();
+    timings.seen('a', 100);
+    timings.seen('a', 200);
+    timings.createdOnExit('b', onExit);
+    timings.seen('b', 1_500);
+    assert.deepEqual(timings.of('a'), { atMs: 100 });
+    assert.deepEqual(timings.of('b'), { atMs: onExit.createdAtMs, createdOnExit: onExit });
+  });
+
+  it('forgets completed requests, and all but the active ones', () => {
+    const timings = new RequestTimings();
+    for (const uid of ['a', 'b', 'c']) timings.seen(uid, 1);
+    timings.forget('a');
+    timings.forgetAllBut(new Set(['c']));
+    assert.deepEqual(['a', 'b', 'c'].map((uid) => timings.of(uid) !== undefined), [false, false, true]);
+  });
+});
+
+describe('observeStopSteps (R44)', () => {
+  it('observes each step that happened, in seconds, and the main exit → SIGTERM total when known', () => {
+    const seen: string[] = [];
+    observeStopSteps({
+      stopSteps: { observe: ({ step }, seconds) => seen.push(`${step} ${seconds}`) },
+      exitToStopSent: { observe: (seconds) => seen.push(`exit_to_stop_sent ${seconds}`) },
+    }, stopTimeline({ ...base, createdOnExit: onExit }));
+    assert.deepEqual(seen, ['acting 0.002', 'stop_sent 0.002', 'container_exited 0.036', 'exit_to_stop_sent 0.024']);
+  });
 });
