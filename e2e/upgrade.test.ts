@@ -273,8 +273,10 @@ describe('upgrade and uninstall', () => {
 
     // The current deployment removed, the CRD too (a fresh install of the previous release), but
     // not the Namespace, which both releases declare the same. Foreground: its Pods are gone too.
-    const removed = join(previousDir, 'removed.yaml');
-    writeFileSync(removed, currentObjects.filter((o) => o.kind !== 'Namespace').map((o) => JSON.stringify(o)).join('\n---\n'));
+    // One List: kubectl before 1.35 reads a file that starts with `{` as JSON alone (JSON documents
+    // between `---` lines failed on 1.31.14: "invalid character '-' in numeric literal").
+    const removed = join(previousDir, 'removed.json');
+    writeFileSync(removed, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: currentObjects.filter((o) => o.kind !== 'Namespace') }));
     kubectl('delete', '--ignore-not-found', '--cascade=foreground', '--wait=true', '--timeout=180s', '-f', removed);
     await waitFor(async () => (await ourPods()).length === 0, { description: `no Pod of the current deployment left in ${NAMESPACE}`, timeoutMs: 120_000 });
 
