@@ -71,7 +71,7 @@ export class LeaderElector {
       leaseDurationSeconds: options.leaseDurationSeconds ?? 15,
       renewDeadlineSeconds: options.renewDeadlineSeconds ?? 10,
       retryPeriodSeconds: options.retryPeriodSeconds ?? 2,
-      now: options.now ?? Date.now,
+      now: options.now ?? (() => Date.now()),
     };
     const { leaseDurationSeconds: lease, renewDeadlineSeconds: deadline, retryPeriodSeconds: retry } = this.o;
     if (![lease, deadline, retry].every((s) => Number.isFinite(s) && s > 0) || lease * 1000 > MAX_TIMER_MS) {

@@ -51,7 +51,7 @@ export class WorkQueue {
       ...options,
       baseBackoffMs: clampDelay(options.baseBackoffMs ?? 200),
       maxBackoffMs: clampDelay(options.maxBackoffMs ?? 60_000),
-      now: options.now ?? Date.now,
+      now: options.now ?? (() => Date.now()),
     };
   }
 

@@ -82,7 +82,7 @@ export class ExitHandler {
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
     this.options = { ...DEFAULT_OPTIONS, ...deps.requestOptions };
-    this.now = deps.now ?? Date.now;
+    this.now = deps.now ?? (() => Date.now());
     this.queue = new WorkQueue({
       workers: deps.workers,
       now: this.now,
