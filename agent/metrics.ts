@@ -18,7 +18,7 @@ export function createAgentMetrics(queueDepth: () => number) {
     }),
     requestsRefused: new Counter({
       name: 'sidecar_terminator_agent_requests_refused_total',
-      help: 'Requests refused because they do not match their Pod, nothing executed, by reason (pod-uid-label-missing, pod-uid-mismatch, other-node, runtime-owner-missing: the container has no kubelet labels, runtime-owner-mismatch: its kubelet labels name another Pod or container).',
+      help: 'Requests refused because they do not match their Pod, nothing executed, by reason (pod-uid-mismatch, other-node, runtime-owner-missing: the container has no kubelet labels, runtime-owner-mismatch: its kubelet labels name another Pod or container).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

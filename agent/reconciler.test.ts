@@ -698,11 +698,12 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R
 
 describe('Reconciler: a Pod\'s requests side by side (R34, R35)', () => {
   /** Another request of the Pod, stored next to r1 (created a minute earlier unless `createdAgoMs`). */
-  function another(h: Harness, name: string, over: { uidLabel?: string; contextID?: string; strategy?: object; createdAgoMs?: number } = {}): void {
+  function another(h: Harness, name: string, over: { uidLabel?: string | null; contextID?: string; strategy?: object; createdAgoMs?: number } = {}): void {
     const base = request(undefined, over.contextID ?? 'containerd://proxy-1');
+    const labels = over.uidLabel === null ? {} : { 'crr.sidecar-terminator.dev/pod-uid': over.uidLabel ?? 'uid-1' };
     h.api.set(requestPath('ns', name), {
       ...base,
-      metadata: { ...base.metadata, name, uid: `uid-${name}`, creationTimestamp: new Date(Date.now() - (over.createdAgoMs ?? 60_000)).toISOString(), labels: { 'crr.sidecar-terminator.dev/pod-uid': over.uidLabel ?? 'uid-1' } },
+      metadata: { ...base.metadata, name, uid: `uid-${name}`, creationTimestamp: new Date(Date.now() - (over.createdAgoMs ?? 60_000)).toISOString(), labels },
       spec: { ...base.spec, activeDeadlineSeconds: undefined, ...(over.strategy ? { strategy: over.strategy } : {}) },
     });
   }
@@ -726,6 +727,16 @@ describe('Reconciler: a Pod\'s requests side by side (R34, R35)', () => {
     h.release();
     await h.reconciler.drain(5_000);
     assert.equal(h.calls.filter((c) => c === 'stop proxy-1').length, 1);
+  });
+
+  it('R35: a request not admitted yet (no pod-uid label) is left to the controller: no status written, and it holds nothing', async () => {
+    const h = harness({ pod: hookless() });
+    another(h, 'prelabelled', { uidLabel: null });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.ok(h.calls.includes('stop proxy-1'), h.calls.join(', '));
+    assert.equal(h.api.object<ContainerRecreateRequest>(requestPath('ns', 'prelabelled'))?.status, undefined);
+    assert.equal(h.counts.get('completed{"outcome":"refused"}'), undefined);
   });
 
   it('refusals: every request counted and completed, one RequestRefused Warning for the Pod', async () => {

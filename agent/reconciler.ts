@@ -16,7 +16,7 @@ import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
-import { blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './request-plan.ts';
 import { keptRequest } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
@@ -162,7 +162,7 @@ export class Reconciler {
     const [namespace, podName] = splitKey(key);
     const requests = this.requestsOf(namespace, podName)
       .map((r) => this.latest(r))
-      .filter((r) => !isCompleted(r))
+      .filter((r) => !isCompleted(r) && !awaitsAdmission(r))
       .sort(byAge);
     const cached = this.deps.cachedPod(namespace, podName);
     if (cached) await this.stopLeftovers(cached, key);

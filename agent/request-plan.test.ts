@@ -2,11 +2,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
-import { blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
-import { MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
 
@@ -342,7 +342,6 @@ describe('planRequest: request labels and node (R35)', () => {
   const noLabel = crr(['proxy']);
   noLabel.metadata.labels = {};
   const cases: { name: string; in: Partial<RequestInputs>; reason: string; message: RegExp }[] = [
-    { name: 'no pod-uid label', in: { crr: noLabel }, reason: 'pod-uid-label-missing', message: /^refused: request ns\/r1 has no crr\.sidecar-terminator\.dev\/pod-uid label, so it cannot be matched to Pod ns\/job-pod \(uid uid-1\); nothing was executed$/ },
     { name: 'pod-uid label of another Pod', in: { pod: pod({ uid: 'uid-2' }) }, reason: 'pod-uid-mismatch', message: /^refused: request ns\/r1 is for Pod uid uid-1, but Pod ns\/job-pod has uid uid-2 \(job-pod was replaced\); nothing was executed$/ },
     { name: 'Pod on another node', in: { pod: pod({ nodeName: 'node-b' }) }, reason: 'other-node', message: /^refused: Pod ns\/job-pod runs on node node-b, not node-a; nothing was executed$/ },
   ];
@@ -359,8 +358,13 @@ describe('planRequest: request labels and node (R35)', () => {
     });
   }
   it('a request waiting behind another is refused too', () => {
-    const plan = planRequest(input({ crr: noLabel, queuedBehind: 'r0', runtime: new Map() }));
-    assert.equal(plan.refusal?.reason, 'pod-uid-label-missing');
+    const plan = planRequest(input({ pod: pod({ uid: 'uid-2' }), queuedBehind: 'r0', runtime: new Map() }));
+    assert.equal(plan.refusal?.reason, 'pod-uid-mismatch');
+  });
+  it('a request without a pod-uid label (or an empty one) awaits admission by the controller: not planned at all', () => {
+    assert.equal(awaitsAdmission(noLabel), true);
+    assert.equal(awaitsAdmission({ ...noLabel, metadata: { ...noLabel.metadata, labels: { [LABEL_POD_UID]: '' } } }), true);
+    assert.equal(awaitsAdmission(crr(['proxy'])), false);
   });
   it('completions that are no refusal plan no event', () => {
     const plan = planRequest(input({ pod: pod({ deleting: true }) }));

@@ -54,7 +54,6 @@ export interface StopOrder {
 }
 
 export type RefusalReason =
-  | 'pod-uid-label-missing'
   | 'pod-uid-mismatch'
   | 'other-node'
   | 'runtime-owner-missing'
@@ -318,14 +317,19 @@ export function leftoverStops(pod: AgentPod, runtime: ReadonlyMap<string, Runtim
   });
 }
 
-/** A reason the request does not match its Pod at all (labels, node), or undefined. */
+/**
+ * A request without a pod-uid label is not admitted yet: the controller labels it from its Pod or
+ * refuses it (R35). The agent leaves it alone until then, so that whether a request created with our
+ * node and active labels runs never depends on which of the two sees it first.
+ */
+export function awaitsAdmission(crr: ContainerRecreateRequest): boolean {
+  return !crr.metadata.labels?.[LABEL_POD_UID];
+}
+
+/** A reason the admitted request does not match its Pod (uid, node), or undefined. */
 function refuse({ crr, pod, nodeName }: RequestInputs): Refusal | undefined {
   const request = `request ${crr.metadata.namespace}/${crr.metadata.name}`;
   const podRef = `Pod ${pod.namespace}/${pod.name}`;
-  const uidLabel = crr.metadata.labels?.[LABEL_POD_UID];
-  if (!uidLabel) {
-    return { reason: 'pod-uid-label-missing', message: refusedMessage(`${request} has no ${LABEL_POD_UID} label, so it cannot be matched to ${podRef} (uid ${pod.uid})`) };
-  }
   const replaced = replacedPodUid(crr, pod.uid);
   if (replaced !== undefined) {
     return { reason: 'pod-uid-mismatch', message: refusedMessage(`${request} is for Pod uid ${replaced}, but ${podRef} has uid ${pod.uid} (${pod.name} was replaced)`) };
