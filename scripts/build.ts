@@ -3,7 +3,8 @@
 // (measured: 14 MiB less resident for the agent), which matters for a daemon on every node.
 // The two stay in node_modules, imported only where needed: dockerode on nodes with a Docker
 // socket, @kubernetes/client-node for a kubeconfig user with a credential plugin
-// (common/kube/plugin-token.ts), never in a cluster.
+// (common/kube/plugin-token.ts), never in a cluster: the image leaves it out
+// (scripts/runtime-modules.ts OUTSIDE_CLUSTER_ONLY).
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';

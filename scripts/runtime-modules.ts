@@ -1,6 +1,6 @@
 // `node scripts/runtime-modules.ts METAFILE PROJECT_DIR OUT_DIR`: the node_modules of the image.
 // The bundle (scripts/build.ts) inlines every dependency but the packages it leaves external; only
-// those, and the packages they need at run time, go into OUT_DIR/node_modules, copied from
+// those (but OUTSIDE_CLUSTER_ONLY), and the packages they need at run time, go into OUT_DIR/node_modules, copied from
 // PROJECT_DIR/node_modules (an `npm ci` of PROJECT_DIR/package-lock.json) at their locked paths.
 //   METAFILE  esbuild's metafile of the bundle: `npm run build -- OUT METAFILE` writes it; the
 //             external packages are the bare imports of the bundle that are not Node built-ins.
@@ -46,6 +46,14 @@ function packageName(specifier: string): string {
   const parts = specifier.split('/');
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
 }
+
+/**
+ * Packages the bundle imports that the image leaves out: they serve only a run outside a cluster.
+ * @kubernetes/client-node runs a kubeconfig's credential plugin (common/kube/plugin-token.ts); in a
+ * cluster both roles use their ServiceAccount token, and it would be 36 of the image's 44 MiB of
+ * /app. Without it, a plugin kubeconfig fails with an error that says so.
+ */
+export const OUTSIDE_CLUSTER_ONLY: readonly string[] = ['@kubernetes/client-node'];
 
 /** The packages the bundle imports at run time from node_modules, sorted. */
 export function externalPackages(metafile: Metafile): string[] {
@@ -153,11 +161,11 @@ if (import.meta.main) {
     if (existsSync(join(outDir, 'node_modules'))) throw new Error(`${join(outDir, 'node_modules')} exists already`);
     const metafile = JSON.parse(readFileSync(metafilePath, 'utf8')) as Metafile;
     const lock = JSON.parse(readFileSync(join(projectDir, 'package-lock.json'), 'utf8')) as Lockfile;
-    const externals = externalPackages(metafile);
+    const externals = externalPackages(metafile).filter((name) => !OUTSIDE_CLUSTER_ONLY.includes(name));
     const paths = runtimeClosure(lock, externals);
     mkdirSync(join(outDir, 'node_modules'), { recursive: true });
     copyPackages(lock, paths, projectDir, outDir);
-    console.log(`node_modules: ${paths.length} packages, for ${externals.join(', ') || 'nothing (no external package)'}`);
+    console.log(`node_modules: ${paths.length} packages, for ${externals.join(', ') || 'nothing (no external package)'}; left out: ${OUTSIDE_CLUSTER_ONLY.join(', ')}`);
   } catch (error) {
     console.error(`runtime-modules.ts: ${(error as Error).message}`);
     process.exit(1);

@@ -13,7 +13,7 @@ import { startContainerd, type Containerd } from './support/containerd.ts';
 import { REPO_ROOT } from './support/images.ts';
 import { run } from './support/run.ts';
 import { atProcessEnd } from './support/sweep.ts';
-import { externalPackages, runtimeClosure, type Lockfile, type Metafile } from '../scripts/runtime-modules.ts';
+import { OUTSIDE_CLUSTER_ONLY, externalPackages, runtimeClosure, type Lockfile, type Metafile } from '../scripts/runtime-modules.ts';
 
 const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
 const CTR = '/usr/bin/ctr';
@@ -208,21 +208,23 @@ describe('the project image', () => {
     ]) {
       assert.ok(!packages.has(`node_modules/${name}`), `${name} is not in the image`);
     }
-    // Exactly the closure, in the lockfile's layout, of what the bundle leaves external.
+    // Exactly the closure, in the lockfile's layout, of what the bundle leaves external, but the
+    // packages only a run outside a cluster loads (client-node, for kubeconfig credential plugins).
     const names = await bundleExternals();
-    assert.ok(names.includes('dockerode'), `externals: ${names.join(', ')}`);
+    assert.ok(names.includes('dockerode') && names.includes('@kubernetes/client-node'), `externals: ${names.join(', ')}`);
     const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as Lockfile;
-    assert.deepEqual([...packages].sort(), runtimeClosure(lock, names));
+    assert.deepEqual([...packages].sort(), runtimeClosure(lock, names.filter((n) => !OUTSIDE_CLUSTER_ONLY.includes(n))));
+    assert.ok(!packages.has('node_modules/@kubernetes/client-node'), 'client-node is not in the image');
     // Of each package, no TypeScript file and no source map; the bundle with its map.
     const unloaded = files.filter((f) => f.startsWith('app/node_modules/') && /\.(?:[cm]?ts|[cm]?[jt]s\.map)$/.test(f));
     assert.deepEqual(unloaded, []);
     assert.deepEqual(files.filter((f) => f.startsWith('app/dist/') && !f.endsWith('/')).sort(), ['app/dist/main.js', 'app/dist/main.js.map']);
   });
 
-  it('loads every package the bundle leaves external', async () => {
+  it('loads every package the bundle leaves external that it ships', async () => {
     // Each imported as the bundle does, from /app; and a Docker client on a socket that is not
     // there: dockerode, docker-modem and ssh2 work, the ping fails with ENOENT.
-    const names = await bundleExternals();
+    const names = (await bundleExternals()).filter((n) => !OUTSIDE_CLUSTER_ONLY.includes(n));
     const script = [
       `for (const name of ${JSON.stringify(names)}) { await import(name); console.log('loaded', name); }`,
       "const { default: Docker } = await import('dockerode');",
@@ -232,6 +234,25 @@ describe('the project image', () => {
     assert.equal(code, 0, stderr);
     for (const name of names) assert.ok(stdout.includes(`loaded ${name}\n`), stdout);
     assert.match(stdout, /^ping ENOENT$/m);
+  });
+
+  it('a kubeconfig with a credential plugin: the controller says the image has no @kubernetes/client-node for it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-image-kubeconfig-'));
+    atProcessEnd(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'config'), [
+      'current-context: x',
+      'contexts: [{name: x, context: {cluster: c, user: u}}]',
+      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+      'users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true, interactiveMode: Never}}}]',
+    ].join('\n'));
+    chmodSync(dir, 0o755);
+    chmodSync(join(dir, 'config'), 0o644);
+    const controller = start(['controller', '--kubeconfig', '/kube/config'], [`type=bind,src=${dir},dst=/kube,options=rbind:ro`]);
+    const deadline = Date.now() + 30_000;
+    while (!controller.output().includes('@kubernetes/client-node') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await run(CTR, ['-a', containerd.socket, '-n', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', controller.id]).catch(() => undefined);
+    await controller.exited.catch(() => undefined);
+    assert.match(controller.output(), /kubeconfig user u: exec plugin: a credential plugin needs the package @kubernetes\/client-node, which this installation leaves out \(the image does/);
   });
 
   it("a stack trace through the bundle names the TypeScript sources (the entrypoint's --enable-source-maps)", async () => {

@@ -222,6 +222,23 @@ users: [{name: u, user: {token: t}}]
     assert.deepEqual(await run(`${simple}:${other}`), { loaded: false });
     assert.deepEqual(await run(execKubeconfig('https://h', 60_000).path), { loaded: true });
   });
+
+  it('a plugin kubeconfig where @kubernetes/client-node is not installed (the image): an error that says so', async () => {
+    // A fresh process in which the package does not resolve, as in the image's /app.
+    const probe = `
+      import { registerHooks } from 'node:module';
+      registerHooks({ resolve(specifier, context, next) {
+        if (specifier === '@kubernetes/client-node') throw Object.assign(new Error('not installed'), { code: 'ERR_MODULE_NOT_FOUND' });
+        return next(specifier, context);
+      } });
+      const { loadKubeConfig } = await import(${JSON.stringify(new URL('./config.ts', import.meta.url).href)});
+      const conn = loadKubeConfig(process.argv[1], {});
+      console.log(await conn.token().then(() => 'no error', (err) => err.message));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', probe, execKubeconfig('https://h', 60_000).path]);
+    assert.equal(stdout.trim(), 'kubeconfig user u: exec plugin: a credential plugin needs the package @kubernetes/client-node, which this ' +
+      'installation leaves out (the image does: in a cluster, the ServiceAccount token is used); run from a checkout after `npm ci`, ' +
+      'or give the user a token or a client certificate');
+  });
 });
 
 describe('KubeClient with a plugin token, over TLS', () => {

@@ -2,7 +2,7 @@
 // (`exec`) or an `auth-provider`. @kubernetes/client-node runs the plugin; an exec plugin's token is
 // kept until the expiry it came with, then the plugin runs again. client-node is imported at the first
 // request, and only from here: it adds about 65 MiB to the agent's resident memory (measured; all its
-// API models), which the agent in a cluster never needs.
+// API models), which the agent in a cluster never needs. The image leaves it out altogether.
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 
@@ -37,7 +37,13 @@ export function pluginToken(name: string, user: PluginUser): () => Promise<strin
 }
 
 async function load(name: string, user: PluginUser): Promise<KubeConfig> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { KubeConfig } = await import('@kubernetes/client-node').catch((err: unknown) => {
+    if ((err as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    // The project image leaves it out (scripts/runtime-modules.ts OUTSIDE_CLUSTER_ONLY).
+    throw new Error('a credential plugin needs the package @kubernetes/client-node, which this installation leaves out ' +
+      '(the image does: in a cluster, the ServiceAccount token is used); run from a checkout after `npm ci`, ' +
+      'or give the user a token or a client certificate');
+  });
   const config = new KubeConfig();
   // The context names no cluster it knows: the server, its CA and any client certificate are ours.
   config.loadFromString(JSON.stringify({
