@@ -30,7 +30,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
   --runtime-socket PATH             use this CRI or Docker socket instead of looking for one
   --metrics-port N                  port of /metrics, /healthz, /readyz (default 9440)
-  --workers N                       Pods processed at once (default 32)
+  --workers N                       Pods processed at once, per queue, and request status writes at once (default 32)
   --resync-seconds N                re-check every active request this often (default 30)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main

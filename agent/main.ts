@@ -111,6 +111,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     log,
     requeue: enqueue,
     httpHooks: config.prestopHttpHooks,
+    statusWrites: config.workers,
   });
   const fastPath = new FastPath({
     client,
@@ -132,7 +133,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
   });
   const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
-    handler: (key) => reconciler.reconcile(key),
+    handler: (key, worker) => reconciler.reconcile(key, worker),
     onError: (key, err, retryInMs) => log.warn('reconcile failed, retrying', { pod: key, error: errorMessage(err), retryInMs }),
   });
 

@@ -484,6 +484,51 @@ describe('Reconciler: the API server\'s answers', () => {
 /** The Pod without the proxy's preStop hook. */
 const hookless = () => agentPod({ containers: [{ name: 'main' }, { name: 'proxy' }] });
 
+describe('Reconciler: the worker given back once only status writes are left', () => {
+  /** The harness with every status write held until `open()`; `released` says whether the worker was given back. */
+  function heldWrites(pod?: AgentPod) {
+    const h = harness(pod ? { pod } : {});
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const patch = h.reconcilerDeps.client.patch;
+    h.reconcilerDeps.client.patch = async (...args) => {
+      await gate;
+      return patch(...args);
+    };
+    const worker = { released: false, release() { this.released = true; } };
+    return { h, worker, open };
+  }
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it('a stop without a hook: given back once the stop is sent, before the status write, which still lands', async () => {
+    const { h, worker, open } = heldWrites(hookless());
+    const run = h.reconciler.reconcile(KEY, worker);
+    await settle();
+    assert.ok(h.calls.includes('stop proxy-1'), h.calls.join(', '));
+    assert.equal(worker.released, true);
+    assert.deepEqual(h.patches, [], 'the write is still held');
+    open();
+    await run;
+    await h.reconciler.drain(5_000);
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.containerRecreateStates?.[0]?.isKilled, true);
+  });
+
+  it('a stop with a hook: kept until the write (isKilled before the hook) is done', async () => {
+    const { h, worker, open } = heldWrites();
+    const run = h.reconciler.reconcile(KEY, worker);
+    await settle();
+    assert.equal(worker.released, false);
+    assert.ok(!h.calls.some((c) => c.startsWith('exec') || c.startsWith('stop')), h.calls.join(', '));
+    open();
+    await run;
+    await h.reconciler.drain(5_000);
+    assert.equal(worker.released, false);
+    assert.ok(h.calls.includes('stop proxy-1'), h.calls.join(', '));
+  });
+});
+
 describe('Reconciler: a stop without a hook (R39)', () => {
   it('is sent at once, on the runtime view just taken, beside the isKilled write: one status call, one stop', async () => {
     const h = harness({ pod: hookless() });

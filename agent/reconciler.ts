@@ -14,7 +14,7 @@ import { namespacedKey, splitKey } from '../common/informer.ts';
 import { KeyedLimit } from '../common/keyed-limit.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
-import type { QueueResult } from '../common/queue.ts';
+import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
 import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './request-plan.ts';
 import { keptRequest } from '../rules/requests.ts';
@@ -45,7 +45,19 @@ export interface ReconcilerDeps {
   requeue: (podKey: string) => void;
   /** false: httpGet preStop hooks are not run (--prestop-http-hooks=false); default true. */
   httpHooks?: boolean;
+  /**
+   * Request status writes at once (default 32). A reconcile gives its worker back once only status
+   * writes are left, so they are bounded here rather than by the workers.
+   */
+  statusWrites?: number;
   now?: () => number;
+}
+
+/** A request planned, its stops without a hook sent: what is left is its status write (and hooked stops). */
+interface StartedPlan {
+  request: ContainerRecreateRequest;
+  plan: RequestPlan;
+  timing: StopTiming;
 }
 
 const MIN_STOP_SECONDS = 2;
@@ -87,11 +99,14 @@ export class Reconciler {
   private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
   /** StopContainer calls under way, by Pod uid (STOPS_PER_POD). */
   private readonly podStops = new KeyedLimit(STOPS_PER_POD);
+  /** Status writes under way, all keyed alike (ReconcilerDeps.statusWrites). */
+  private readonly statusWrites: KeyedLimit;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     this.handedOver = new HandedOver(this.now);
+    this.statusWrites = new KeyedLimit(deps.statusWrites ?? 32);
   }
 
   /** Drops what is remembered of requests no longer active (completed by the controller, deleted). */
@@ -146,9 +161,10 @@ export class Reconciler {
     }
   }
 
-  async reconcile(key: string): Promise<QueueResult | void> {
+  /** `worker`: given back once what is left of the reconcile holds up no stop (status writes only). */
+  async reconcile(key: string, worker?: QueueWorker): Promise<QueueResult | void> {
     if (this.closing) return;
-    const run = this.reconcilePod(key);
+    const run = this.reconcilePod(key, worker);
     this.reconciling.add(run);
     try {
       return await run;
@@ -157,7 +173,7 @@ export class Reconciler {
     }
   }
 
-  private async reconcilePod(key: string): Promise<QueueResult | void> {
+  private async reconcilePod(key: string, worker?: QueueWorker): Promise<QueueResult | void> {
     const actingAtMs = this.now();
     const [namespace, podName] = splitKey(key);
     const requests = this.requestsOf(namespace, podName)
@@ -186,12 +202,19 @@ export class Reconciler {
       const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind, runtime: new Map(), nowMs: this.now() });
       await this.apply(r, pod, plan);
     }
-    const delays = (await Promise.all(free.map((r) => this.carryOut(r, pod, key, actingAtMs)))).filter((ms) => ms !== undefined);
+    const started = (await Promise.all(free.map((r) => this.planAndStop(r, pod, key, actingAtMs)))).filter((c) => c !== undefined);
+    // Every stop without a hook is sent: the status writes left hold up none, so the worker goes to
+    // the next Pod (a burst's stops wait on no one's writes). A hook waits for its write: not then.
+    if (!started.some((c) => c.plan.stops.some((s) => s.preStop))) worker?.release();
+    const delays = (await Promise.all(started.map((c) => this.record(c, pod, key)))).filter((ms) => ms !== undefined);
     return delays.length > 0 ? { requeueAfterMs: Math.min(...delays) } : undefined;
   }
 
-  /** Plans a request no other holds up, starts the stops it orders and writes its status; returns when to look again. */
-  private async carryOut(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number): Promise<number | undefined> {
+  /**
+   * Plans a request no other holds up and sends the stops it orders without a hook; undefined when
+   * the agent is shutting down and the plan has stops (left whole to the next agent).
+   */
+  private async planAndStop(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number): Promise<StartedPlan | undefined> {
     const checkStartMs = this.now();
     const runtime = await this.runtimeViews(request, pod);
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
@@ -211,12 +234,20 @@ export class Reconciler {
     }
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
     if (this.closing && plan.stops.length > 0) return undefined;
-    // A hook must never run twice, so isKilled is in the API before it (and its stop) begins: a
-    // restarted agent resumes without it. A stop alone is addressed by container ID and repeating it
-    // is harmless, so it is sent at once, beside the status write, with the runtime view just taken.
+    // A stop alone is addressed by container ID and repeating it is harmless, so it is sent at once,
+    // beside the status write, with the runtime view just taken.
     for (const stop of plan.stops) {
       if (!stop.preStop) this.startStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
     }
+    return { request, plan, timing };
+  }
+
+  /**
+   * Writes the plan's status, then starts its stops with a hook: a hook must never run twice, so
+   * isKilled is in the API before it (and its stop) begins, and a restarted agent resumes without it.
+   * Returns when to look again.
+   */
+  private async record({ request, plan, timing }: StartedPlan, pod: AgentPod, key: string): Promise<number | undefined> {
     const written = await this.apply(request, pod, plan);
     for (const stop of plan.stops) if (stop.preStop) this.startStop(written, pod, stop, key, timing);
     return plan.requeueAfterMs;
@@ -370,8 +401,8 @@ export class Reconciler {
     if (sameStatus(crr.status, status)) return crr;
     const { namespace, name, resourceVersion } = crr.metadata;
     // The resourceVersion makes this a compare-and-swap: a conflict retries from fresh state.
-    const updated = await this.deps.client.patch<ContainerRecreateRequest>(
-      requestPath(namespace, name, 'status'), { metadata: { resourceVersion }, status }, 'merge');
+    const updated = await this.statusWrites.run('all', () => this.deps.client.patch<ContainerRecreateRequest>(
+      requestPath(namespace, name, 'status'), { metadata: { resourceVersion }, status }, 'merge'));
     // Kept as the watch cache keeps it: the answer is the whole object, its creator's labels and all.
     if (crr.metadata.uid) this.written.set(crr.metadata.uid, { replaced: resourceVersion, request: keptRequest(updated) });
     if (status.phase === 'Completed' && crr.status?.phase !== 'Completed') {

@@ -58,6 +58,38 @@ describe('WorkQueue', () => {
     assert.equal(runs, 2);
   });
 
+  it('a released worker takes the next key; the released key is not run again until its run settles, and idle waits for it', async () => {
+    const gate = deferred();
+    const seen: string[] = [];
+    const q = new WorkQueue({
+      workers: 1,
+      handler: async (key, worker) => {
+        seen.push(`start ${key}`);
+        if (key === 'a' && !seen.includes('end a')) {
+          worker.release();
+          worker.release(); // twice: the second does nothing
+          await gate.promise;
+        }
+        seen.push(`end ${key}`);
+      },
+      onError: () => {},
+    });
+    q.add('a');
+    q.add('b');
+    q.add('c');
+    await new Promise((r) => setImmediate(r));
+    q.add('a');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen, ['start a', 'start b', 'end b', 'start c', 'end c']);
+    let idle = false;
+    void q.idle().then(() => (idle = true));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(idle, false, 'the released run of a is still under way');
+    gate.resolve();
+    await q.idle();
+    assert.deepEqual(seen.slice(5), ['end a', 'start a', 'end a']);
+  });
+
   it('retries a failing key with growing backoff', async () => {
     const delays: number[] = [];
     let calls = 0;

@@ -1,6 +1,7 @@
 // A keyed work queue in the manner of client-go's: a key is queued at most once, never processed by
 // two workers at once, re-run if it was added while being processed, and retried with backoff
-// when its handler fails.
+// when its handler fails. A handler may give its worker back before it settles (`release`), when
+// what is left of its work must not hold up other keys; its key stays busy until it settles.
 
 /**
  * The longest delay the queue ever waits before re-running a key (one hour). Node's timers hold at
@@ -20,7 +21,16 @@ export interface QueueResult {
   requeueAfterMs?: number;
 }
 
-export type QueueHandler = (key: string) => Promise<QueueResult | void>;
+/** Given to each run of the handler. */
+export interface QueueWorker {
+  /**
+   * Gives the worker to the next key now; the key itself is not run again until this run settles
+   * (a later add re-runs it then). Calling it again does nothing.
+   */
+  release(): void;
+}
+
+export type QueueHandler = (key: string, worker: QueueWorker) => Promise<QueueResult | void>;
 
 export interface WorkQueueOptions {
   workers: number;
@@ -98,9 +108,9 @@ export class WorkQueue {
     this.timers.clear();
   }
 
-  /** Resolves when nothing is queued or running (for tests). */
+  /** Resolves when nothing is queued or running, released runs included (for tests). */
   idle(): Promise<void> {
-    if (this.pending.size === 0 && this.running === 0) return Promise.resolve();
+    if (this.pending.size === 0 && this.active.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -112,7 +122,7 @@ export class WorkQueue {
       this.running++;
       void this.process(key);
     }
-    if (this.pending.size === 0 && this.running === 0) {
+    if (this.pending.size === 0 && this.active.size === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
       for (const resolve of waiters) resolve();
@@ -120,8 +130,15 @@ export class WorkQueue {
   }
 
   private async process(key: string): Promise<void> {
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.running--;
+      this.pump();
+    };
     try {
-      const result = await this.options.handler(key);
+      const result = await this.options.handler(key, { release });
       this.failures.delete(key);
       if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
     } catch (err) {
@@ -133,7 +150,7 @@ export class WorkQueue {
       this.addAfter(key, delay);
     } finally {
       this.active.delete(key);
-      this.running--;
+      if (!released) this.running--;
       if (this.dirty.delete(key)) this.add(key);
       this.pump();
     }
