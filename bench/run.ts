@@ -296,7 +296,7 @@ const STEP_ROWS: { field: TimelineField | 'agentShare'; label: string; short: st
   { field: 'prestopDone', label: 'acting → preStop done', short: 'preStop' },
   { field: 'stopSent', label: '→ SIGTERM sent', short: 'SIGTERM sent' },
   { field: 'runtimeCheck', label: 'of which runtime status', short: 'runtime status', part: true },
-  { field: 'containerExited', label: 'SIGTERM sent → exited', short: 'exited' },
+  { field: 'containerExited', label: 'StopContainer sent → returned (the container exited)', short: 'StopContainer' },
   { field: 'exitToStopSent', label: 'main exit → SIGTERM sent', short: 'exit → SIGTERM' },
   { field: 'agentShare', label: "of which the agent's own", short: "agent's own", part: true },
 ];

@@ -22,7 +22,7 @@ export interface StepBreakdown {
   fastPath: number;
   /** Per field, over the timelines that have it. */
   stepsMs: Record<TimelineField, Summary>;
-  /** exitToStopSent − exitEvent − apiCreate − runtimeCheck: the agent's queues and event loop, not waiting on the API server or the runtime. */
+  /** agentShare of each fast-path timeline: the agent's queues and event loop, not waiting on the API server or the runtime. */
   agentShareMs: Summary;
 }
 
@@ -53,10 +53,18 @@ export function parseStopTimelines(log: string): Map<string, Timeline> {
   return byPod;
 }
 
-/** The agent's own share of main exit → SIGTERM sent, on the fast path only (elsewhere the exit's time is unknown). */
+/**
+ * The agent's own share of main exit → SIGTERM sent, on the fast path only (elsewhere the exit's
+ * time is unknown): its wait before the create (event → created, less the create itself), plus the
+ * time from the create's answer to the stop, less the runtime's status calls. When the watch
+ * delivered the request before the create answered, the stop can go out before that answer: then
+ * nothing after the create is the agent's (the runtime calls overlapped the create), never less.
+ */
 export function agentShare(t: Timeline): number | undefined {
-  if (t.exitToStopSent === undefined || t.exitEvent === undefined || t.apiCreate === undefined) return undefined;
-  return round(t.exitToStopSent - t.exitEvent - t.apiCreate - (t.runtimeCheck ?? 0));
+  if (t.exitToStopSent === undefined || t.exitEvent === undefined || t.requestCreated === undefined || t.apiCreate === undefined) return undefined;
+  const beforeCreate = t.requestCreated - t.apiCreate;
+  const afterCreated = t.exitToStopSent - t.exitEvent - t.requestCreated;
+  return round(beforeCreate + Math.max(0, afterCreated - (t.runtimeCheck ?? 0)));
 }
 
 /** Per-step percentiles over the benchmark Pods' timelines (undefined: no timeline for that Pod). */
