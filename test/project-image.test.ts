@@ -239,12 +239,11 @@ describe('the project image', () => {
   it('a kubeconfig with a credential plugin: the controller says the image has no @kubernetes/client-node for it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'st-image-kubeconfig-'));
     atProcessEnd(() => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(join(dir, 'config'), [
-      'current-context: x',
-      'contexts: [{name: x, context: {cluster: c, user: u}}]',
-      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
-      'users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true, interactiveMode: Never}}}]',
-    ].join('\n'));
+    writeFileSync(join(dir, 'config'), `current-context: x
+contexts: [{name: x, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true, interactiveMode: Never}}}]
+`);
     chmodSync(dir, 0o755);
     chmodSync(join(dir, 'config'), 0o644);
     const controller = start(['controller', '--kubeconfig', '/kube/config'], [`type=bind,src=${dir},dst=/kube,options=rbind:ro`]);
