@@ -1,9 +1,11 @@
 // Part 1: termination latency, sidecar-terminator vs the same sidecar as a native sidecar, in one run
 // (ours alone on releases without native sidecars, before 1.29).
-// Every Job: a main that sleeps 2 s and a sidecar that exits 0 on SIGTERM at once. Two kinds of
+// Every Job: a main that sleeps 2 s and a sidecar that exits 0 on SIGTERM at once. Kinds of
 // batches, taking turns: mixed (ours beside native, half and half, created together, so both see the
-// same load) and ours alone (a whole batch of ours created together: that many Pods finishing
-// together). Times:
+// same load), ours alone and native alone (a whole batch created together: that many Pods finishing
+// together; the matched pair the headline ratio compares), ours alone under OnFailure, and three
+// variants of ours alone: a sidecar with an exec preStop hook, an ignore-exit-code sidecar that
+// exits 143 on SIGTERM, and three sidecars per Pod. Times:
 //  - main finished → sidecar finished: the runtime's own nanosecond finishedAt of both containers
 //    (CRI ContainerStatus on the node's containerd);
 //  - Job created → Job complete: the benchmark's clock, from just before the create request is
@@ -12,6 +14,7 @@
 //    log line), per step.
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { AgentLogNote, Context } from './context.ts';
+import { ENV_IGNORE_EXIT_CODE } from '../api/names.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods, logNote, nsToMs, runtimeContainer, scrapeOrNothing, sleep } from './context.ts';
 import { interleave } from './order.ts';
 import type { HistogramBounds, Summary } from './stats.ts';
@@ -22,9 +25,15 @@ import { stepHistograms, summarizeSteps } from './timeline.ts';
 export type Kind = 'ours' | 'native';
 /**
  * mixed: ours beside native, half and half; allOurs: ours alone, the whole batch finishing together;
- * onFailure: as allOurs, the Pods' restartPolicy OnFailure (the fast path decides from the exit code).
+ * allNative: the same with native sidecars; onFailure: as allOurs, the Pods' restartPolicy OnFailure
+ * (the fast path decides from the exit code); preStop, exit143, threeSidecars: as allOurs, with an
+ * exec preStop hook on the sidecar, with an ignore-exit-code sidecar exiting 143 on SIGTERM, and with
+ * three sidecars per Pod (main → sidecar: to the last of them).
  */
-export type BatchKind = 'mixed' | 'allOurs' | 'onFailure';
+export type BatchKind = 'mixed' | 'allOurs' | 'allNative' | 'onFailure' | 'preStop' | 'exit143' | 'threeSidecars';
+
+/** The variants of ours alone, each with `variantJobs` Jobs. */
+export const VARIANTS = ['preStop', 'exit143', 'threeSidecars'] as const satisfies readonly BatchKind[];
 
 export interface JobSample {
   kind: Kind;
@@ -57,8 +66,16 @@ export interface LatencyResult {
   ratio?: { mainToSidecarP50: number; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
   /** Ours in the batches of ours alone. */
   allOurs?: LatencyFigures;
+  /** Native sidecars in batches of their own, as many together as allOurs (absent in older results and where the release has none). */
+  allNative?: LatencyFigures;
+  /** allOurs against allNative: the matched batches. */
+  ratioTogether?: LatencyResult['ratio'];
   /** Ours alone under restartPolicy OnFailure (absent in results from before those batches). */
   onFailure?: LatencyFigures;
+  /** Ours alone: the variants (absent in older results). */
+  preStop?: LatencyFigures;
+  exit143?: LatencyFigures;
+  threeSidecars?: LatencyFigures;
   agentLog?: AgentLogNote;
   /** The agent's step histograms over the whole part (both kinds of batches): a cross-check of the timelines. */
   agentHistograms?: Record<string, HistogramBounds>;
@@ -66,9 +83,22 @@ export interface LatencyResult {
 }
 
 const MAIN_SCRIPT = 'sleep 2';
+/** The variant exit143's sidecar: exits 143 on SIGTERM (as a process killed by it), marked ignore-exit-code. */
+const EXIT_143_SCRIPT = SIDECAR_SCRIPT.replace("'exit 0'", "'exit 143'");
+const PRESTOP_HOOK = { exec: { command: ['sh', '-c', 'echo draining'] } };
 
-function ourJob(name: string, restartPolicy: 'Never' | 'OnFailure' = 'Never'): V1Job {
-  return jobBody(name, { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })] });
+/** The sidecars of a batch's Pods, by container name. */
+export function sidecarNames(batch: BatchKind): string[] {
+  return batch === 'threeSidecars' ? ['proxy', 'proxy-2', 'proxy-3'] : ['proxy'];
+}
+
+export function ourJob(name: string, batch: BatchKind): V1Job {
+  const restartPolicy = batch === 'onFailure' ? 'OnFailure' : 'Never';
+  const sidecars = sidecarNames(batch).map((sidecar) => {
+    if (batch === 'exit143') return busybox(sidecar, EXIT_143_SCRIPT, { env: [SIDECAR_MARK, { name: ENV_IGNORE_EXIT_CODE, value: 'true' }] });
+    return busybox(sidecar, SIDECAR_SCRIPT, { env: [SIDECAR_MARK], ...(batch === 'preStop' ? { lifecycle: { preStop: PRESTOP_HOOK } } : {}) });
+  });
+  return jobBody(name, { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), ...sidecars] });
 }
 
 function nativeJob(name: string): V1Job {
@@ -78,11 +108,15 @@ function nativeJob(name: string): V1Job {
   });
 }
 
-const BATCH_TITLES: Record<BatchKind, string> = { mixed: 'mixed', allOurs: 'ours alone', onFailure: 'ours alone, OnFailure' };
+export const BATCH_TITLES: Record<BatchKind, string> = {
+  mixed: 'mixed', allOurs: 'ours alone', allNative: 'native alone', onFailure: 'ours alone, OnFailure',
+  preStop: 'ours alone, exec preStop hook', exit143: 'ours alone, ignore-exit-code sidecar exiting 143', threeSidecars: 'ours alone, three sidecars a Pod',
+};
 
 const complete = (job: V1Job, type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
 
-export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, batchSize = 10, withNative = true): Promise<LatencyResult> {
+/** `variantJobs`: Jobs of each of VARIANTS (0: none, as on the oldest release). */
+export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, batchSize = 10, withNative = true, variantJobs = 20): Promise<LatencyResult> {
   const namespace = await createNamespace(ctx, 'bench-latency');
   const created = new Map<string, number>();
   const finished = new Map<string, { at: number; type: string }>();
@@ -102,10 +136,15 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
       { kind: 'native' as const, batch: 'mixed' as const, name: `mixed-native-${index(i)}` },
     ]).flat()
     : [];
-  const allOurs: Planned[] = Array.from({ length: jobsPerKind }, (_, i) => ({ kind: 'ours', batch: 'allOurs', name: `alone-ours-${index(i)}` }));
-  const onFailure: Planned[] = Array.from({ length: jobsPerKind }, (_, i) => ({ kind: 'ours', batch: 'onFailure', name: `onfailure-ours-${index(i)}` }));
+  const planned = (kind: Kind, batch: BatchKind, count: number, prefix: string): Planned[] =>
+    Array.from({ length: count }, (_, i) => ({ kind, batch, name: `${prefix}-${index(i)}` }));
   // The kinds of batches take turns, so drift over the run (caches, the API server's state) touches all alike.
-  const batches = interleave(interleave(batchesOf(mixed), batchesOf(allOurs)), batchesOf(onFailure));
+  const batches = [
+    planned('ours', 'allOurs', jobsPerKind, 'alone-ours'),
+    planned('native', 'allNative', withNative ? jobsPerKind : 0, 'alone-native'),
+    planned('ours', 'onFailure', jobsPerKind, 'onfailure-ours'),
+    ...VARIANTS.map((v) => planned('ours', v, variantJobs, `${v.toLowerCase()}-ours`)),
+  ].reduce((all, jobs) => interleave(all, batchesOf(jobs)), batchesOf(mixed));
   const readAgentLog = await followAgentLog(ctx, agent);
   const metricsBefore = await scrapeOrNothing(agent);
   const failures: string[] = [];
@@ -114,7 +153,7 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     for (const [i, batch] of batches.entries()) {
       await Promise.all(batch.map(async ({ kind, batch: batchKind, name }) => {
         created.set(name, Date.now());
-        await createJob(ctx, namespace, kind === 'ours' ? ourJob(name, batchKind === 'onFailure' ? 'OnFailure' : 'Never') : nativeJob(name));
+        await createJob(ctx, namespace, kind === 'ours' ? ourJob(name, batchKind) : nativeJob(name));
       }));
       const deadline = Date.now() + 120_000;
       while (batch.some(({ name }) => !finished.has(name)) && Date.now() < deadline) await sleep(200);
@@ -130,26 +169,35 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
       if (!pod || !end) { failures.push(`${name}: ${pod ? 'did not finish within 120 s' : 'no Pod'}`); continue; }
       if (end.type !== 'Complete') failures.push(`${name}: Job ${end.type}`);
       const main = await runtimeContainer(ctx, pod, 'main');
-      const proxy = await runtimeContainer(ctx, pod, 'proxy');
-      if (!main?.finishedAtNs || !proxy?.finishedAtNs) { failures.push(`${name}: a container has not finished in the runtime`); continue; }
+      const sidecars = await Promise.all(sidecarNames(batch).map((sidecar) => runtimeContainer(ctx, pod, sidecar)));
+      const proxy = sidecars[0];
+      if (!main?.finishedAtNs || !proxy || sidecars.some((c) => !c?.finishedAtNs)) { failures.push(`${name}: a container has not finished in the runtime`); continue; }
+      const lastSidecarNs = sidecars.reduce((last, c) => (c!.finishedAtNs! > last ? c!.finishedAtNs! : last), 0n);
       const timeline = kind === 'ours' ? agentLog.timelines.get(`${namespace}/${pod.metadata!.name!}`) : undefined;
       samples.push({
         kind, batch, job: name,
-        mainToSidecarMs: round(nsToMs(proxy.finishedAtNs) - nsToMs(main.finishedAtNs)),
+        mainToSidecarMs: round(nsToMs(lastSidecarNs) - nsToMs(main.finishedAtNs)),
         createdToCompleteMs: end.at - created.get(name)!,
         sidecarExitCode: proxy.exitCode,
         ...(timeline ? { timeline } : {}),
       });
     }
     const metricsAfter = await scrapeOrNothing(agent);
-    return summary(samples, failures, jobsPerKind, batchSize, withNative, logNote(agentLog), stepHistograms(metricsBefore, metricsAfter));
+    return summary(samples, failures, { jobsPerKind, batchSize, withNative, variantJobs }, logNote(agentLog), stepHistograms(metricsBefore, metricsAfter));
   } finally {
     jobWatch.stop();
     await deleteNamespace(ctx, namespace);
   }
 }
 
-function summary(samples: JobSample[], failures: string[], jobsPerKind: number, batchSize: number, withNative: boolean, agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>): LatencyResult {
+interface Plan {
+  jobsPerKind: number;
+  batchSize: number;
+  withNative: boolean;
+  variantJobs: number;
+}
+
+function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchSize, withNative, variantJobs }: Plan, agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>): LatencyResult {
   const figures = (kind: Kind, batch: BatchKind): LatencyFigures => {
     const of = samples.filter((s) => s.kind === kind && s.batch === batch);
     return {
@@ -160,30 +208,37 @@ function summary(samples: JobSample[], failures: string[], jobsPerKind: number, 
   };
   const ours = withNative ? figures('ours', 'mixed') : undefined;
   const native = withNative ? figures('native', 'mixed') : undefined;
+  const allOurs = figures('ours', 'allOurs');
+  const allNative = withNative ? figures('native', 'allNative') : undefined;
+  const variants = variantJobs > 0 ? Object.fromEntries(VARIANTS.map((v) => [v, figures('ours', v)])) : {};
   return {
     method: 'Jobs pinned to the node, main `sleep 2`, sidecar `' + SIDECAR_SCRIPT + '` (exits 0 on SIGTERM at once); ours: a regular container marked ' +
       `${SIDECAR_MARK.name}=true; ${withNative ? 'native: the same container as an init container with restartPolicy Always' : 'no native sidecars on this release'}. ${batchSize} Jobs at a time ` +
-      `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone (${jobsPerKind} Jobs)` : `ours alone (${jobsPerKind} Jobs)`}, ` +
-      `and with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never). ` +
+      `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone and of native alone (${jobsPerKind} Jobs each)` : `ours alone (${jobsPerKind} Jobs)`}, ` +
+      `with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never)` +
+      (variantJobs > 0 ? `, and ${variantJobs} Jobs of ours alone for each variant: an exec preStop hook on the sidecar (\`${PRESTOP_HOOK.exec.command.join(' ')}\`), an ignore-exit-code sidecar exiting 143 on SIGTERM, three sidecars a Pod (main → sidecar to the last)` : '') + '. ' +
       'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus. created→complete: benchmark clock, create request sent → Job ' +
       'watch event with Complete=True received. Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
       'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check.',
     jobsPerKind, batchSize, samples,
-    ...(ours && native ? {
-      ours,
-      native,
-      ratio: {
-        mainToSidecarP50: ratio(ours.mainToSidecarMs.p50, native.mainToSidecarMs.p50),
-        mainToSidecarP90: ratio(ours.mainToSidecarMs.p90, native.mainToSidecarMs.p90),
-        mainToSidecarP99: ratio(ours.mainToSidecarMs.p99, native.mainToSidecarMs.p99),
-        createdToCompleteP50: ratio(ours.createdToCompleteMs.p50, native.createdToCompleteMs.p50),
-      },
-    } : {}),
-    allOurs: figures('ours', 'allOurs'),
+    ...(ours && native ? { ours, native, ratio: ratios(ours, native) } : {}),
+    allOurs,
+    ...(allNative ? { allNative, ratioTogether: ratios(allOurs, allNative) } : {}),
     onFailure: figures('ours', 'onFailure'),
+    ...variants,
     agentLog,
     agentHistograms,
     failures,
+  };
+}
+
+/** Ours against native: main → sidecar p50, p90, p99 and Job created → complete p50. */
+export function ratios(ours: LatencyFigures, native: LatencyFigures): NonNullable<LatencyResult['ratio']> {
+  return {
+    mainToSidecarP50: ratio(ours.mainToSidecarMs.p50, native.mainToSidecarMs.p50),
+    mainToSidecarP90: ratio(ours.mainToSidecarMs.p90, native.mainToSidecarMs.p90),
+    mainToSidecarP99: ratio(ours.mainToSidecarMs.p99, native.mainToSidecarMs.p99),
+    createdToCompleteP50: ratio(ours.createdToCompleteMs.p50, native.createdToCompleteMs.p50),
   };
 }
 

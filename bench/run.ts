@@ -18,7 +18,7 @@ import { runBursts } from './burst.ts';
 import type { BarPanel, Series } from './chart.ts';
 import { renderChart, writeChart } from './chart.ts';
 import type { BatchKind, Kind, LatencyFigures, LatencyResult } from './latency.ts';
-import { runLatency } from './latency.ts';
+import { BATCH_TITLES, VARIANTS, runLatency } from './latency.ts';
 import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
 import { deploy } from './setup.ts';
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
     }
   };
 
-  results.latency = await attempt('latency', () => runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10)));
+  results.latency = await attempt('latency', () => runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20)));
   const burst = await attempt('burst', () => runBursts(ctx, deployed.agent, num('BENCH_BURST_JOBS', 100), num('BENCH_BURST_REPEATS', 2)));
   results.burst = burst?.burst;
   results.agent = burst?.agent;
@@ -157,7 +157,7 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   const deployed = await deploy(ctx);
   const env = await environment(ctx);
   ctx.log(`latency on the oldest supported release (${String(env.kubernetes)}): ours alone`);
-  const latency = await runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false);
+  const latency = await runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false, 0);
   results.latencyOldest = { kubernetes: String(env.kubernetes), runtime: String(env.runtime), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
   results.targets = targets(results);
   writeResults(results, path);
@@ -241,6 +241,7 @@ function targets(r: Results): Target[] {
   const add = (what: string, target: string, value: number | null | undefined, unit: string, ok: (v: number) => boolean) =>
     t.push({ what, target, value: measured(value) ? `${value}${unit}` : 'not measured', met: measured(value) ? ok(value) : null });
   const together = `${r.latency?.batchSize ?? 10} of ours finishing together`;
+  add(`ours / native, main finished → sidecar finished, p50, ${r.latency?.batchSize ?? 10} together (matched batches)`, '≤ 1.0', r.latency?.ratioTogether?.mainToSidecarP50, '', (v) => v <= 1.0);
   add('ours / native, main finished → sidecar finished, p50 (mixed batches)', '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
   const alone = step(allOurs(r.latency)?.steps, 'exitToStopSent');
   add(`main exit → SIGTERM sent, ${together}, p50`, '≤ 30 ms', alone?.p50, ' ms', (v) => v <= 30);
@@ -327,7 +328,9 @@ function printTable(r: Results): void {
       [`ours, mixed batches`, mixedOurs(l)],
       [`native, mixed batches`, l.native],
       [`ours alone, ${l.batchSize} together`, allOurs(l)],
+      [`native alone, ${l.batchSize} together`, l.allNative],
       [`ours alone under OnFailure, ${l.batchSize} together`, l.onFailure],
+      ...VARIANTS.map((v): [string, LatencyFigures | undefined] => [`${BATCH_TITLES[v]}, ${l.batchSize} together`, l[v]]),
     ];
     for (const [what, f] of kinds) {
       if (!f) continue;
@@ -336,7 +339,8 @@ function printTable(r: Results): void {
       if (what.startsWith('ours')) rows.push([`${prefix}${what}: agent's steps p50/p99 ms`, stepsText(f.steps), '', '']);
     }
     if (l.agentHistograms) rows.push([`${prefix}agent's histogram, main exit → SIGTERM sent, all batches`, histogramText(l.agentHistograms), '', '']);
-    if (l.ratio) rows.push([`${prefix}ratio ours / native (main → sidecar p50, Job p50)`, `${l.ratio.mainToSidecarP50}, ${l.ratio.createdToCompleteP50}`, '', '']);
+    if (l.ratioTogether) rows.push([`${prefix}ratio ours / native, ${l.batchSize} together (main → sidecar p50, Job p50)`, `${l.ratioTogether.mainToSidecarP50}, ${l.ratioTogether.createdToCompleteP50}`, '', '']);
+    if (l.ratio) rows.push([`${prefix}ratio ours / native, mixed batches (main → sidecar p50, Job p50)`, `${l.ratio.mainToSidecarP50}, ${l.ratio.createdToCompleteP50}`, '', '']);
     if (l.agentLog && (l.agentLog.agentRestarts > 0 || l.agentLog.error)) rows.push([`${prefix}agent log`, `${l.agentLog.agentRestarts} restarts${l.agentLog.error ? `, ${l.agentLog.error}` : ''}`, '', '']);
   };
   if (r.latency) latencyRows('', r.latency);
@@ -381,7 +385,7 @@ function printTable(r: Results): void {
   for (const [part, err] of Object.entries(r.errors)) console.log(`ERROR in ${part}: ${err.split('\n')[0]}`);
 }
 
-const COLORS = { alone: '#1f77b4', mixed: '#2ca02c', native: '#ff7f0e', oldest: '#17becf', burst: '#9467bd' };
+const COLORS = { alone: '#1f77b4', mixed: '#2ca02c', native: '#ff7f0e', nativeAlone: '#d62728', preStop: '#8c564b', oldest: '#17becf', burst: '#9467bd' };
 
 function chart(r: Results, svgPath: string, pngPath: string): boolean {
   const latencySeries = (pick: (s: { mainToSidecarMs: number; createdToCompleteMs: number }) => number): Series[] => {
@@ -391,6 +395,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
     if (l) {
       const samples = (kind: Kind, batch: BatchKind) => l.samples.filter((s) => s.kind === kind && batchOf(l, s) === batch).map(pick);
       out.push({ label: `ours alone, ${together} together`, color: COLORS.alone, values: samples('ours', 'allOurs') });
+      out.push({ label: `native alone, ${together} together`, color: COLORS.nativeAlone, values: samples('native', 'allNative') });
       out.push({ label: 'ours, mixed batches', color: COLORS.mixed, values: samples('ours', 'mixed') });
       out.push({ label: 'native sidecar, mixed batches', color: COLORS.native, values: samples('native', 'mixed') });
     }
@@ -431,6 +436,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
       stepsPanel('1. ours: the agent\'s steps, p50 and p99', [
         { label: `alone, ${r.latency?.batchSize ?? 10} together`, color: COLORS.alone, steps: allOurs(r.latency)?.steps },
         { label: 'mixed batches', color: COLORS.mixed, steps: mixedOurs(r.latency)?.steps },
+        { label: `alone, exec preStop hook`, color: COLORS.preStop, steps: r.latency?.preStop?.steps },
       ], true),
       stepsPanel(`2. burst of ${r.burst?.jobs ?? 100}, ours: the agent's steps, p50 and p99`, [
         { label: `ours${runsOf(burstOurs)}`, color: COLORS.burst, steps: burstOurs?.steps },
