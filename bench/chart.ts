@@ -2,7 +2,7 @@
 // turned into a PNG with rsvg-convert (librsvg2-bin, installed by scripts/setup.sh).
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { percentile } from './stats.ts';
+import { bootstrapInterval, percentile } from './stats.ts';
 
 export interface Series {
   label: string;
@@ -136,7 +136,10 @@ function cdfPanel(x0: number, y0: number, p: CdfPanel): string {
     const d = pts.map(([x, q], i) => `${i ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(q).toFixed(1)}`).join(' ');
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"/>`);
     const ly = py + plotH - 16 - (legend.length / 2) * 20;
-    const label = `${s.label}: n=${s.n ?? v.length}, p50 ${percentile(v, 50).toFixed(0)}, p99 ${percentile(v, 99).toFixed(0)}`;
+    // With the p50's 95 % bootstrap interval when the samples are all there (not the quantiles of a large run).
+    const [lo, hi] = s.n === undefined ? bootstrapInterval(v, 50) : [NaN, NaN];
+    const interval = Number.isFinite(lo) ? ` [${lo.toFixed(0)}–${hi.toFixed(0)}]` : '';
+    const label = `${s.label}: n=${s.n ?? v.length}, p50 ${percentile(v, 50).toFixed(0)}${interval}, p99 ${percentile(v, 99).toFixed(0)}`;
     legend.push(`<rect x="${px + plotW - 410}" y="${ly - 11}" width="14" height="4" fill="${s.color}"/>`);
     legend.push(`<text x="${px + plotW - 390}" y="${ly - 5}" font-size="12">${esc(label)}</text>`);
   }

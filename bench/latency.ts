@@ -18,7 +18,7 @@ import { ENV_IGNORE_EXIT_CODE } from '../api/names.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods, logNote, nsToMs, runtimeContainer, scrapeOrNothing, sleep } from './context.ts';
 import { interleave } from './order.ts';
 import type { HistogramBounds, Summary } from './stats.ts';
-import { summarize } from './stats.ts';
+import { bootstrapInterval, summarize } from './stats.ts';
 import type { StepBreakdown, Timeline } from './timeline.ts';
 import { stepHistograms, summarizeSteps } from './timeline.ts';
 
@@ -49,6 +49,8 @@ export interface JobSample {
 
 export interface LatencyFigures {
   mainToSidecarMs: Summary;
+  /** The 95 % bootstrap interval of mainToSidecarMs.p50 (absent in older results). */
+  mainToSidecarP50IntervalMs?: [number, number];
   createdToCompleteMs: Summary;
   /** Ours: the agent's per-step timing. */
   steps?: StepBreakdown;
@@ -202,6 +204,7 @@ function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchS
     const of = samples.filter((s) => s.kind === kind && s.batch === batch);
     return {
       mainToSidecarMs: summarize(of.map((s) => s.mainToSidecarMs)),
+      mainToSidecarP50IntervalMs: bootstrapInterval(of.map((s) => s.mainToSidecarMs), 50),
       createdToCompleteMs: summarize(of.map((s) => s.createdToCompleteMs)),
       ...(kind === 'ours' ? { steps: summarizeSteps(of.map((s) => s.timeline)) } : {}),
     };

@@ -334,7 +334,8 @@ function printTable(r: Results): void {
     ];
     for (const [what, f] of kinds) {
       if (!f) continue;
-      rows.push([`${prefix}${what}: main → sidecar finished p50/p90/p99`, percentiles(f.mainToSidecarMs), '', '']);
+      const interval = f.mainToSidecarP50IntervalMs ? ` (p50 95 % interval ${f.mainToSidecarP50IntervalMs.join('–')})` : '';
+      rows.push([`${prefix}${what}: main → sidecar finished p50/p90/p99`, `${percentiles(f.mainToSidecarMs)}${interval}`, '', '']);
       rows.push([`${prefix}${what}: Job created → complete p50/p90/p99`, percentiles(f.createdToCompleteMs), '', '']);
       if (what.startsWith('ours')) rows.push([`${prefix}${what}: agent's steps p50/p99 ms`, stepsText(f.steps), '', '']);
     }

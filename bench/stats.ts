@@ -34,6 +34,33 @@ export function summarize(values: readonly number[]): Summary {
   };
 }
 
+/**
+ * The 95 % bootstrap interval of a percentile: the samples resampled with replacement `resamples`
+ * times, the percentile of each, and the 2.5th and 97.5th percentiles of those. Seeded, so the same
+ * samples give the same interval. [NaN, NaN] without samples.
+ */
+export function bootstrapInterval(values: readonly number[], p: number, resamples = 1000, seed = 1): [number, number] {
+  if (values.length === 0) return [NaN, NaN];
+  let state = seed >>> 0 || 1;
+  // xorshift32: enough to pick indices evenly, and the same every time.
+  const next = () => {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state / 2 ** 32;
+  };
+  const estimates: number[] = [];
+  const resample = new Array<number>(values.length);
+  for (let r = 0; r < resamples; r++) {
+    for (let i = 0; i < values.length; i++) resample[i] = values[Math.floor(next() * values.length)]!;
+    estimates.push(percentile(resample, p));
+  }
+  const round = (x: number) => Math.round(x * 10) / 10;
+  return [round(percentile(estimates, 2.5)), round(percentile(estimates, 97.5))];
+}
+
 export interface Sample {
   name: string;
   labels: Record<string, string>;
