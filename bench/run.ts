@@ -23,6 +23,8 @@ import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
 import { deploy } from './setup.ts';
 import type { SoakResult } from './soak.ts';
+import type { Part, PartStamp } from './stamps.ts';
+import { partStamps, stampsText } from './stamps.ts';
 import { runSoak } from './soak.ts';
 import type { HistogramBounds, Summary } from './stats.ts';
 import { MB } from './stats.ts';
@@ -56,6 +58,8 @@ interface Results {
   soak?: SoakResult;
   /** The parts measured by this run; the others' results come from the previous results.json. */
   partsRun: string[];
+  /** The commit and stack that measured each part (bench/stamps.ts); absent in older results. */
+  measured?: Partial<Record<Part, PartStamp>>;
   errors: Record<string, string>;
 }
 
@@ -169,26 +173,23 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   ctx.kube.close();
 }
 
-/** Parts not run this time keep their results (and say when they were measured). */
+/** Parts not run this time keep their results, and each part says which commit measured it. */
 function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<string>): void {
-  let previous: Partial<Results>;
+  let previous: Partial<Results> | undefined;
   try {
     previous = JSON.parse(readFileSync(path, 'utf8')) as Partial<Results>;
   } catch {
-    return;
+    previous = undefined;
   }
+  const env = results.environment;
+  results.measured = partStamps(parts, { commit: String(env.commit), at: results.generatedAt, kubernetes: String(env.kubernetes), runtime: String(env.runtime) }, previous);
+  if (!previous) return;
   // The oldest release's figures are always kept: that run writes them itself.
   if (previous.latencyOldest) results.latencyOldest = previous.latencyOldest;
   const keys: Record<string, (keyof Results)[]> = { latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'] };
-  const kept: string[] = [];
   for (const [part, fields] of Object.entries(keys)) {
     if (parts.has(part)) continue;
     for (const field of fields) if (previous[field] !== undefined) Object.assign(results, { [field]: previous[field] });
-    kept.push(part);
-  }
-  if (kept.length > 0) {
-    const stack = `Kubernetes ${String(previous.environment?.kubernetes)}, ${String(previous.environment?.runtime)}`;
-    results.environment.previousPartsFrom = `${kept.join(', ')}: ${previous.generatedAt ?? '?'} (commit ${String(previous.environment?.commit)}, ${stack})`;
   }
 }
 
@@ -297,7 +298,7 @@ const STEP_ROWS: { field: TimelineField | 'agentShare'; label: string; short: st
   { field: 'prestopDone', label: 'acting → preStop done', short: 'preStop' },
   { field: 'stopSent', label: '→ SIGTERM sent', short: 'SIGTERM sent' },
   { field: 'runtimeCheck', label: 'of which runtime status', short: 'runtime status', part: true },
-  { field: 'containerExited', label: 'StopContainer sent → returned (the container exited)', short: 'StopContainer' },
+  { field: 'containerExited', label: '→ StopContainer returned', short: 'StopContainer returned' },
   { field: 'exitToStopSent', label: 'main exit → SIGTERM sent', short: 'exit → SIGTERM' },
   { field: 'agentShare', label: "of which the agent's own", short: "agent's own", part: true },
 ];
@@ -379,6 +380,7 @@ function printTable(r: Results): void {
     rows.push(['soak: agent RSS start / end / max', `${agent.startMiB} / ${agent.endMiB} / ${agent.maxMiB} MiB, ${agent.restarts} gaps`, '', '']);
     rows.push(['soak: controller RSS start / end / max', `${controller.startMiB} / ${controller.endMiB} / ${controller.maxMiB} MiB, ${controller.restarts} gaps`, '', '']);
   }
+  if (r.measured) rows.push(['measured by', stampsText(r.measured), '', '']);
   rows.push(['', '', '', '']);
   for (const t of r.targets) rows.push([t.what, t.value, t.target, t.met === null ? '-' : t.met ? 'met' : 'MISSED']);
   const widths = [0, 1, 2, 3].map((i) => Math.min(i === 1 ? 70 : 200, Math.max(...rows.map((row) => row[i]!.length))));
@@ -458,7 +460,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
         targets: [{ at: 50, label: 'target p99 ≤ 50 ms' }],
       },
     ],
-    `${r.generatedAt}, ${String(r.environment.cpus)} CPUs, ${String(r.environment.kubernetes)}, ${String(r.environment.runtime)}, commit ${String(r.environment.commit)}`,
+    `${String(r.environment.cpus)} CPUs; measured by: ${r.measured ? stampsText(r.measured) : `commit ${String(r.environment.commit)}`}`,
   );
   return writeChart(svgPath, pngPath, svg);
 }
