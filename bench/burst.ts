@@ -89,7 +89,8 @@ export interface AgentResult {
   exitEventDelay: HistogramBounds;
   exitToRequest: HistogramBounds;
   idle: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number };
-  burst: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number; apiRequestsPerJob: number };
+  /** cpuMsPerStop: the burst's CPU over its Jobs, one sidecar stopped each (absent in older results). */
+  burst: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; cpuMsPerStop?: number; apiRequests: number; apiRequestsPerJob: number };
   apiMethod: string;
 }
 
@@ -313,6 +314,7 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
       cpuSeconds: round3(cpu(c.agent) - cpu(b.agent)),
       millicores: round3(((cpu(c.agent) - cpu(b.agent)) / burstSeconds) * 1000),
       procCpuSeconds: round3(c.proc.cpuSeconds - b.proc.cpuSeconds),
+      cpuMsPerStop: round(((cpu(c.agent) - cpu(b.agent)) * 1000) / jobs),
       apiRequests: burstRequests,
       apiRequestsPerJob: round(burstRequests / jobs),
     },

@@ -42,6 +42,10 @@ export interface JobSample {
   job: string;
   mainToSidecarMs: number;
   createdToCompleteMs: number;
+  /** The last sidecar finished (containerd) → the Pod's Succeeded or Failed phase seen on a watch (absent in older results). */
+  sidecarToPodDoneMs?: number;
+  /** That phase seen → the Job's Complete (or Failed) condition seen (absent in older results). */
+  podDoneToJobDoneMs?: number;
   sidecarExitCode?: number;
   /** Ours: the agent's timing of the stop (absent when its log has none: an agent without the timing, or restarted). */
   timeline?: Timeline;
@@ -52,6 +56,9 @@ export interface LatencyFigures {
   /** The 95 % bootstrap interval of mainToSidecarMs.p50 (absent in older results). */
   mainToSidecarP50IntervalMs?: [number, number];
   createdToCompleteMs: Summary;
+  /** After the sidecars: main exit → sidecar finished → Pod phase → Job condition, the last two here (absent in older results). */
+  sidecarToPodDoneMs?: Summary;
+  podDoneToJobDoneMs?: Summary;
   /** Ours: the agent's per-step timing. */
   steps?: StepBreakdown;
 }
@@ -128,6 +135,13 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     if (complete(e.object, 'Complete')) finished.set(name, { at, type: 'Complete' });
     else if (complete(e.object, 'Failed')) finished.set(name, { at, type: 'Failed' });
   });
+  // When each Job's Pod was first seen Succeeded or Failed, by Job name.
+  const podDone = new Map<string, number>();
+  const podWatch = await ctx.kube.watch<V1Pod>(`/api/v1/namespaces/${namespace}/pods?watch=1`, (e, at) => {
+    const job = e.object.metadata?.labels?.['batch.kubernetes.io/job-name'];
+    const phase = e.object.status?.phase;
+    if (job && !podDone.has(job) && (phase === 'Succeeded' || phase === 'Failed')) podDone.set(job, at);
+  });
 
   type Planned = { kind: Kind; batch: BatchKind; name: string };
   const batchesOf = (jobs: Planned[]) => Array.from({ length: Math.ceil(jobs.length / batchSize) }, (_, i) => jobs.slice(i * batchSize, (i + 1) * batchSize));
@@ -176,10 +190,12 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
       if (!main?.finishedAtNs || !proxy || sidecars.some((c) => !c?.finishedAtNs)) { failures.push(`${name}: a container has not finished in the runtime`); continue; }
       const lastSidecarNs = sidecars.reduce((last, c) => (c!.finishedAtNs! > last ? c!.finishedAtNs! : last), 0n);
       const timeline = kind === 'ours' ? agentLog.timelines.get(`${namespace}/${pod.metadata!.name!}`) : undefined;
+      const podDoneAt = podDone.get(name);
       samples.push({
         kind, batch, job: name,
         mainToSidecarMs: round(nsToMs(lastSidecarNs) - nsToMs(main.finishedAtNs)),
         createdToCompleteMs: end.at - created.get(name)!,
+        ...(podDoneAt === undefined ? {} : { sidecarToPodDoneMs: round(podDoneAt - nsToMs(lastSidecarNs)), podDoneToJobDoneMs: end.at - podDoneAt }),
         sidecarExitCode: proxy.exitCode,
         ...(timeline ? { timeline } : {}),
       });
@@ -188,6 +204,7 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     return summary(samples, failures, { jobsPerKind, batchSize, withNative, variantJobs }, logNote(agentLog), stepHistograms(metricsBefore, metricsAfter));
   } finally {
     jobWatch.stop();
+    podWatch.stop();
     await deleteNamespace(ctx, namespace);
   }
 }
@@ -206,6 +223,8 @@ function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchS
       mainToSidecarMs: summarize(of.map((s) => s.mainToSidecarMs)),
       mainToSidecarP50IntervalMs: bootstrapInterval(of.map((s) => s.mainToSidecarMs), 50),
       createdToCompleteMs: summarize(of.map((s) => s.createdToCompleteMs)),
+      sidecarToPodDoneMs: summarize(of.flatMap((s) => (s.sidecarToPodDoneMs === undefined ? [] : [s.sidecarToPodDoneMs]))),
+      podDoneToJobDoneMs: summarize(of.flatMap((s) => (s.podDoneToJobDoneMs === undefined ? [] : [s.podDoneToJobDoneMs]))),
       ...(kind === 'ours' ? { steps: summarizeSteps(of.map((s) => s.timeline)) } : {}),
     };
   };
@@ -221,7 +240,7 @@ function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchS
       `with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never)` +
       (variantJobs > 0 ? `, and ${variantJobs} Jobs of ours alone for each variant: an exec preStop hook on the sidecar (\`${PRESTOP_HOOK.exec.command.join(' ')}\`), an ignore-exit-code sidecar exiting 143 on SIGTERM, three sidecars a Pod (main → sidecar to the last)` : '') + '. ' +
       'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus. created→complete: benchmark clock, create request sent → Job ' +
-      'watch event with Complete=True received. Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
+      'watch event with Complete=True received. After the sidecar: its finishedAt → the Pod\'s Succeeded/Failed phase on a Pod watch → the Job\'s condition on the Job watch (one clock: the benchmark runs on the node). Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
       'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check.',
     jobsPerKind, batchSize, samples,
     ...(ours && native ? { ours, native, ratio: ratios(ours, native) } : {}),

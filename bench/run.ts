@@ -338,6 +338,9 @@ function printTable(r: Results): void {
       const interval = f.mainToSidecarP50IntervalMs ? ` (p50 95 % interval ${f.mainToSidecarP50IntervalMs.join('–')})` : '';
       rows.push([`${prefix}${what}: main → sidecar finished p50/p90/p99`, `${percentiles(f.mainToSidecarMs)}${interval}`, '', '']);
       rows.push([`${prefix}${what}: Job created → complete p50/p90/p99`, percentiles(f.createdToCompleteMs), '', '']);
+      if (f.sidecarToPodDoneMs && f.podDoneToJobDoneMs) {
+        rows.push([`${prefix}${what}: sidecar finished → Pod phase → Job condition, p50 / p99`, `${f.sidecarToPodDoneMs.p50} / ${f.sidecarToPodDoneMs.p99} ms, then ${f.podDoneToJobDoneMs.p50} / ${f.podDoneToJobDoneMs.p99} ms`, '', '']);
+      }
       if (what.startsWith('ours')) rows.push([`${prefix}${what}: agent's steps p50/p99 ms`, stepsText(f.steps), '', '']);
     }
     if (l.agentHistograms) rows.push([`${prefix}agent's histogram, main exit → SIGTERM sent, all batches`, histogramText(l.agentHistograms), '', '']);
@@ -366,7 +369,8 @@ function printTable(r: Results): void {
     }
   }
   if (r.agent) {
-    rows.push(['agent CPU during the burst', `${r.agent.burst.cpuSeconds} s over ${r.agent.burst.windowSeconds} s`, '', '']);
+    const perStop = r.agent.burst.cpuMsPerStop === undefined ? '' : ` (${r.agent.burst.cpuMsPerStop} ms per stopped sidecar)`;
+    rows.push(['agent CPU during the burst', `${r.agent.burst.cpuSeconds} s over ${r.agent.burst.windowSeconds} s${perStop}`, '', '']);
     rows.push(['agent API requests: idle 60 s / burst', `${r.agent.idle.apiRequests} / ${r.agent.burst.apiRequests} (${r.agent.burst.apiRequestsPerJob} per Job)`, '', '']);
   }
   if (r.controller) {
