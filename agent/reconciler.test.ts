@@ -764,6 +764,22 @@ describe('Reconciler: a Pod\'s requests side by side (R34, R35)', () => {
     assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.containerRecreateStates?.[0]?.isKilled, true);
   });
 
+  it('requests created in the same second: the first by name (code-unit order) holds the container, the other waits for it', async () => {
+    const h = harness({ pod: hookless(), holdStops: true });
+    another(h, 'zz', { createdAgoMs: 120_000 });
+    another(h, 'aa', { createdAgoMs: 120_000 });
+    // The API server's timestamps have whole seconds: the same for both.
+    const sameSecond = new Date(Math.floor(Date.now() / 1000) * 1000 - 120_000).toISOString();
+    for (const name of ['zz', 'aa']) {
+      const r = h.api.object<ContainerRecreateRequest>(requestPath('ns', name))!;
+      h.api.set(requestPath('ns', name), { ...r, metadata: { ...r.metadata, creationTimestamp: sameSecond } });
+    }
+    await h.reconciler.reconcile(KEY);
+    assert.match(h.api.object<ContainerRecreateRequest>(requestPath('ns', 'zz'))?.status?.message ?? '', /^waiting for aa, which holds a container of this request$/);
+    h.release();
+    await h.reconciler.drain(5_000);
+  });
+
   it('an older request that still has to stop the same container holds the later one Pending', async () => {
     const h = harness({ pod: hookless(), holdStops: true });
     another(h, 'user');

