@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ourJob, ratios, sidecarNames, VARIANTS } from './latency.ts';
+import { ourJobOptions, ratios, sidecarNames, VARIANTS } from './latency.ts';
 import { summarize } from './stats.ts';
 
 describe('part 1: the Jobs of each kind of batch', () => {
-  const containers = (batch: Parameters<typeof ourJob>[1]) => ourJob('j', batch).spec!.template.spec!.containers;
+  const containers = (batch: Parameters<typeof ourJobOptions>[0]) => ourJobOptions(batch).containers;
 
   it('ours alone: a main and one marked sidecar that exits 0 on SIGTERM, no hook', () => {
     const [main, proxy, ...rest] = containers('allOurs');
@@ -24,8 +24,8 @@ describe('part 1: the Jobs of each kind of batch', () => {
     const three = containers('threeSidecars').slice(1);
     assert.deepEqual(three.map((c) => c.name), sidecarNames('threeSidecars'));
     assert.ok(three.every((c) => c.env!.some((e) => e.name === 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT')));
-    assert.equal(ourJob('j', 'onFailure').spec!.template.spec!.restartPolicy, 'OnFailure');
-    assert.equal(ourJob('j', 'exit143').spec!.template.spec!.restartPolicy, 'Never');
+    assert.equal(ourJobOptions('onFailure').restartPolicy, 'OnFailure');
+    assert.equal(ourJobOptions('exit143').restartPolicy, 'Never');
   });
 
   it('ratios: ours over native, to two decimals', () => {

@@ -13,7 +13,7 @@
 //  - for ours, where the time goes: the agent's own timing of each stop (its "container stopped"
 //    log line), per step.
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
-import type { AgentLogNote, Context } from './context.ts';
+import type { AgentLogNote, Context, JobOptions } from './context.ts';
 import { ENV_IGNORE_EXIT_CODE } from '../api/names.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods, logNote, nsToMs, runtimeContainer, scrapeOrNothing, sleep } from './context.ts';
 import { interleave } from './order.ts';
@@ -101,13 +101,14 @@ export function sidecarNames(batch: BatchKind): string[] {
   return batch === 'threeSidecars' ? ['proxy', 'proxy-2', 'proxy-3'] : ['proxy'];
 }
 
-export function ourJob(name: string, batch: BatchKind): V1Job {
+/** The Pod of one of our Jobs in a batch of this kind. */
+export function ourJobOptions(batch: BatchKind): JobOptions {
   const restartPolicy = batch === 'onFailure' ? 'OnFailure' : 'Never';
   const sidecars = sidecarNames(batch).map((sidecar) => {
     if (batch === 'exit143') return busybox(sidecar, EXIT_143_SCRIPT, { env: [SIDECAR_MARK, { name: ENV_IGNORE_EXIT_CODE, value: 'true' }] });
     return busybox(sidecar, SIDECAR_SCRIPT, { env: [SIDECAR_MARK], ...(batch === 'preStop' ? { lifecycle: { preStop: PRESTOP_HOOK } } : {}) });
   });
-  return jobBody(name, { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), ...sidecars] });
+  return { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), ...sidecars] };
 }
 
 function nativeJob(name: string): V1Job {
@@ -169,7 +170,7 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     for (const [i, batch] of batches.entries()) {
       await Promise.all(batch.map(async ({ kind, batch: batchKind, name }) => {
         created.set(name, Date.now());
-        await createJob(ctx, namespace, kind === 'ours' ? ourJob(name, batchKind) : nativeJob(name));
+        await createJob(ctx, namespace, kind === 'ours' ? jobBody(name, ourJobOptions(batchKind)) : nativeJob(name));
       }));
       const deadline = Date.now() + 120_000;
       while (batch.some(({ name }) => !finished.has(name)) && Date.now() < deadline) await sleep(200);
