@@ -91,6 +91,11 @@ export interface AgentResult {
   idle: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; apiRequests: number };
   /** cpuMsPerStop: the burst's CPU over its Jobs, one sidecar stopped each (absent in older results). */
   burst: { windowSeconds: number; cpuSeconds: number; millicores: number; procCpuSeconds: number; cpuMsPerStop?: number; apiRequests: number; apiRequestsPerJob: number };
+  /**
+   * The API server over the burst window: its CPU in cores, and how long the agent's requests
+   * waited in API Priority and Fairness' queues before they ran (absent in older results).
+   */
+  apiserverBurst?: { cpuCores: number; agentQueueWaitMeanMs: number; agentRequestsQueued: number };
   apiMethod: string;
 }
 
@@ -286,6 +291,8 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
   const idleSeconds = (b.atMs - a.atMs) / 1000;
   const burstSeconds = (c.atMs - b.atMs) / 1000;
   const burstRequests = flow(c.apiserver) - flow(b.apiserver);
+  const wait = (s: Sample[], part: 'sum' | 'count') => metricSum(s, `apiserver_flowcontrol_request_wait_duration_seconds_${part}`, { flow_schema: AGENT_FLOW });
+  const waitCount = wait(c.apiserver, 'count') - wait(b.apiserver, 'count');
   return {
     method: 'RSS: process_resident_memory_bytes from the agent\'s /metrics (podIP:9440) at the end of the idle window; peak during the burst ' +
       'from /proc/<pid>/status VmRSS of the agent\'s process sampled every 200 ms on the host (no extra scrapes). CPU: process_cpu_seconds_total ' +
@@ -318,9 +325,16 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
       apiRequests: burstRequests,
       apiRequestsPerJob: round(burstRequests / jobs),
     },
+    apiserverBurst: {
+      cpuCores: round3((cpu(c.apiserver) - cpu(b.apiserver)) / burstSeconds),
+      agentQueueWaitMeanMs: waitCount > 0 ? round(((wait(c.apiserver, 'sum') - wait(b.apiserver, 'sum')) * 1000) / waitCount) : 0,
+      agentRequestsQueued: waitCount,
+    },
     apiMethod: `kube-apiserver's API Priority and Fairness: a FlowSchema (${AGENT_FLOW}) matching only the agent's ServiceAccount, on the ` +
       'priority level it gets anyway (workload-low); apiserver_flowcontrol_dispatched_requests_total{flow_schema} deltas over each window ' +
-      '(read from kube-apiserver /metrics). Counts every request the agent sent, watches when they are opened.',
+      '(read from kube-apiserver /metrics). Counts every request the agent sent, watches when they are opened. apiserverBurst: the API server\'s ' +
+      'process_cpu_seconds_total over the burst window, and apiserver_flowcontrol_request_wait_duration_seconds (sum / count) of that FlowSchema: ' +
+      'how long the agent\'s requests waited for a seat.',
   };
 }
 

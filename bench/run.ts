@@ -372,6 +372,8 @@ function printTable(r: Results): void {
     const perStop = r.agent.burst.cpuMsPerStop === undefined ? '' : ` (${r.agent.burst.cpuMsPerStop} ms per stopped sidecar)`;
     rows.push(['agent CPU during the burst', `${r.agent.burst.cpuSeconds} s over ${r.agent.burst.windowSeconds} s${perStop}`, '', '']);
     rows.push(['agent API requests: idle 60 s / burst', `${r.agent.idle.apiRequests} / ${r.agent.burst.apiRequests} (${r.agent.burst.apiRequestsPerJob} per Job)`, '', '']);
+    const api = r.agent.apiserverBurst;
+    if (api) rows.push(['API server during the burst: CPU, the agent\'s requests\' APF queue wait', `${api.cpuCores} cores; mean ${api.agentQueueWaitMeanMs} ms over ${api.agentRequestsQueued} requests`, '', '']);
   }
   if (r.controller) {
     const c = r.controller;
