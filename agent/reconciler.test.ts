@@ -484,7 +484,7 @@ describe('Reconciler: the API server\'s answers', () => {
 /** The Pod without the proxy's preStop hook. */
 const hookless = () => agentPod({ containers: [{ name: 'main' }, { name: 'proxy' }] });
 
-describe('Reconciler: the worker given back once only status writes are left', () => {
+describe('Reconciler: the worker given back once only status writes are left (R39)', () => {
   /** The harness with every status write held until `open()`; `released` says whether the worker was given back. */
   function heldWrites(pod?: AgentPod) {
     const h = harness(pod ? { pod } : {});
