@@ -36,6 +36,8 @@ describe('the agent log timelines', () => {
     // The watch brought the request before the create answered: the stop went out 5.5 ms before
     // that answer. The share is the wait before the create alone, not negative.
     assert.equal(agentShare({ ...FAST, exitToStopSent: 10 }), 1.4);
+    // A hook ran first: its 500 ms are the container's, not the agent's.
+    assert.equal(agentShare({ ...FAST, prestopDone: 500, exitToStopSent: 518 }), 2.1);
   });
 
   it('summarizes each step over the Pods that have it and counts the Pods without a timeline', () => {

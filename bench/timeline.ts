@@ -56,7 +56,7 @@ export function parseStopTimelines(log: string): Map<string, Timeline> {
 /**
  * The agent's own share of main exit → SIGTERM sent, on the fast path only (elsewhere the exit's
  * time is unknown): its wait before the create (event → created, less the create itself), plus the
- * time from the create's answer to the stop, less the runtime's status calls. When the watch
+ * time from the create's answer to the stop, less the runtime's status calls and the preStop hook. When the watch
  * delivered the request before the create answered, the stop can go out before that answer: then
  * nothing after the create is the agent's (the runtime calls overlapped the create), never less.
  */
@@ -64,7 +64,7 @@ export function agentShare(t: Timeline): number | undefined {
   if (t.exitToStopSent === undefined || t.exitEvent === undefined || t.requestCreated === undefined || t.apiCreate === undefined) return undefined;
   const beforeCreate = t.requestCreated - t.apiCreate;
   const afterCreated = t.exitToStopSent - t.exitEvent - t.requestCreated;
-  return round(beforeCreate + Math.max(0, afterCreated - (t.runtimeCheck ?? 0)));
+  return round(beforeCreate + Math.max(0, afterCreated - (t.runtimeCheck ?? 0) - (t.prestopDone ?? 0)));
 }
 
 /** Per-step percentiles over the benchmark Pods' timelines (undefined: no timeline for that Pod). */
