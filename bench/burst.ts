@@ -96,6 +96,8 @@ export interface AgentResult {
    * waited in API Priority and Fairness' queues before they ran (absent in older results).
    */
   apiserverBurst?: { cpuCores: number; agentQueueWaitMeanMs: number; agentRequestsQueued: number };
+  /** The agent's own count of its API requests over the burst window, by "verb code" (absent in older results). */
+  agentRequestsByVerbAndCode?: Record<string, number>;
   apiMethod: string;
 }
 
@@ -283,6 +285,16 @@ async function idleWindow(ctx: Context, agent: V1Pod, onNode: number): Promise<{
   return { pid, start, end: await snapshot(ctx, agent, pid) };
 }
 
+/** Deltas of the agent's sidecar_terminator_agent_api_requests_total between two scrapes, by "verb code", those that moved. */
+export function byVerbAndCode(before: readonly Sample[], after: readonly Sample[]): Record<string, number> {
+  const counts = (samples: readonly Sample[]) => new Map(samples
+    .filter((s) => s.name === 'sidecar_terminator_agent_api_requests_total')
+    .map((s) => [`${s.labels.verb} ${s.labels.code}`, s.value]));
+  const start = counts(before);
+  const moved = [...counts(after)].map(([key, value]) => [key, value - (start.get(key) ?? 0)] as const).filter(([, n]) => n > 0);
+  return Object.fromEntries(moved.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { start: Snapshot; end: Snapshot }, burstEnd: Snapshot, rssSamples: { rssBytes: number }[]): AgentResult {
   const { start: a, end: b } = idle;
   const c = burstEnd;
@@ -325,6 +337,7 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
       apiRequests: burstRequests,
       apiRequestsPerJob: round(burstRequests / jobs),
     },
+    agentRequestsByVerbAndCode: byVerbAndCode(b.agent, c.agent),
     apiserverBurst: {
       cpuCores: round3((cpu(c.apiserver) - cpu(b.apiserver)) / burstSeconds),
       agentQueueWaitMeanMs: waitCount > 0 ? round(((wait(c.apiserver, 'sum') - wait(b.apiserver, 'sum')) * 1000) / waitCount) : 0,

@@ -373,6 +373,8 @@ function printTable(r: Results): void {
     rows.push(['agent CPU during the burst', `${r.agent.burst.cpuSeconds} s over ${r.agent.burst.windowSeconds} s${perStop}`, '', '']);
     rows.push(['agent API requests: idle 60 s / burst', `${r.agent.idle.apiRequests} / ${r.agent.burst.apiRequests} (${r.agent.burst.apiRequestsPerJob} per Job)`, '', '']);
     const api = r.agent.apiserverBurst;
+    const verbs = r.agent.agentRequestsByVerbAndCode;
+    if (verbs) rows.push(['agent API requests during the burst, by verb and code (its own count)', Object.entries(verbs).map(([k, n]) => `${k}: ${n}`).join(', '), '', '']);
     if (api) rows.push(['API server during the burst: CPU, the agent\'s requests\' APF queue wait', `${api.cpuCores} cores; mean ${api.agentQueueWaitMeanMs} ms over ${api.agentRequestsQueued} requests`, '', '']);
   }
   if (r.controller) {
