@@ -104,7 +104,7 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? Date.now;
+    this.now = deps.now ?? (() => Date.now());
     this.handedOver = new HandedOver(this.now);
     this.statusWrites = new KeyedLimit(deps.statusWrites ?? 32);
   }

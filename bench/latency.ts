@@ -220,12 +220,13 @@ interface Plan {
 function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchSize, withNative, variantJobs }: Plan, agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>): LatencyResult {
   const figures = (kind: Kind, batch: BatchKind): LatencyFigures => {
     const of = samples.filter((s) => s.kind === kind && s.batch === batch);
+    const measuredOf = (field: 'sidecarToPodDoneMs' | 'podDoneToJobDoneMs') => summarize(of.flatMap((s) => (s[field] === undefined ? [] : [s[field]])));
     return {
       mainToSidecarMs: summarize(of.map((s) => s.mainToSidecarMs)),
       mainToSidecarP50IntervalMs: bootstrapInterval(of.map((s) => s.mainToSidecarMs), 50),
       createdToCompleteMs: summarize(of.map((s) => s.createdToCompleteMs)),
-      sidecarToPodDoneMs: summarize(of.flatMap((s) => (s.sidecarToPodDoneMs === undefined ? [] : [s.sidecarToPodDoneMs]))),
-      podDoneToJobDoneMs: summarize(of.flatMap((s) => (s.podDoneToJobDoneMs === undefined ? [] : [s.podDoneToJobDoneMs]))),
+      sidecarToPodDoneMs: measuredOf('sidecarToPodDoneMs'),
+      podDoneToJobDoneMs: measuredOf('podDoneToJobDoneMs'),
       ...(kind === 'ours' ? { steps: summarizeSteps(of.map((s) => s.timeline)) } : {}),
     };
   };

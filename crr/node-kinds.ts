@@ -76,7 +76,7 @@ export class NodeKinds {
 
   constructor(options: NodeKindsOptions) {
     this.o = options;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => Date.now());
     const { client, log } = options;
     this.nodes = new ProjectingInformer<V1Node, NodeView>({
       client, log, path: resourcePath('v1', 'nodes'), project: nodeView,

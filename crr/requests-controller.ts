@@ -36,7 +36,7 @@ export class RequestsController {
 
   constructor(deps: RequestsControllerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? Date.now;
+    this.now = deps.now ?? (() => Date.now());
   }
 
   async reconcile(key: string): Promise<QueueResult | void> {

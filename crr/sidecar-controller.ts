@@ -74,7 +74,7 @@ export class SidecarController {
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? Date.now;
+    this.now = deps.now ?? (() => Date.now());
   }
 
   /** Forgets what was emitted for a Pod (by key) that left the cache: deleted, or of no more interest. */
