@@ -41,13 +41,24 @@ async function restartAgent({ ready = true } = {}): Promise<void> {
   }, { description: 'a new agent Pod running', timeoutMs: 120_000 });
 }
 
-/** A Job whose main exits at once, and the wait until its main has exited; its sidecar runs on. */
+/** A Job whose main exits at once, and the wait until its main has exited with its sidecar running. */
 async function mainExited(name: string) {
   await jobs.runJob(namespace, name, { restartPolicy: 'Never', containers: [container('main', 'sleep 1'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
   return waitFor(async () => {
     const pod = await jobs.onlyPod(namespace, name).catch(() => undefined);
-    return pod && containerStatus(pod, 'main')?.state?.terminated ? pod : undefined;
-  }, { description: `the main of ${name} exited`, timeoutMs: 60_000 });
+    return pod && containerStatus(pod, 'main')?.state?.terminated && containerStatus(pod, 'proxy')?.state?.running ? pod : undefined;
+  }, { description: `the main of ${name} exited, its sidecar running`, timeoutMs: 120_000 });
+}
+
+/** A main exited, ten times the agent's usual exit → request later: no request, the sidecar still running, none created on exit. */
+async function nothingCreated(name: string): Promise<void> {
+  const pod = await mainExited(name);
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  const requests = await requestsFor(pod);
+  assert.deepEqual(requests.map((r) => r.metadata.name), [], `requests for ${pod.metadata!.name}: ${JSON.stringify(requests.map((r) => r.metadata))}`);
+  const proxy = containerStatus(await jobs.onlyPod(namespace, name), 'proxy');
+  assert.ok(proxy?.state?.running, `the sidecar is no longer running: ${JSON.stringify(proxy)}`);
+  assert.equal(await requestsCreatedOnExit(), 0);
 }
 
 const features = versionFeatures();
@@ -71,11 +82,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
 
   if (!features.admissionPolicies) {
     it('before 1.30 it creates no request: with the controller down, the sidecar runs on', async () => {
-      const pod = await mainExited('waits');
-      await new Promise((resolve) => setTimeout(resolve, 10_000)); // ten times the agent's usual exit → request
-      assert.deepEqual(await requestsFor(pod), []);
-      assert.ok(containerStatus(await jobs.onlyPod(namespace, 'waits'), 'proxy')?.state?.running);
-      assert.equal(await requestsCreatedOnExit(), 0);
+      await nothingCreated('waits');
     });
 
     it("its token cannot create requests at all (manifests/base grants no create)", async () => {
@@ -99,10 +106,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
         const readyz = await fetch(`http://${(await agentPod()).status!.podIP}:9440/readyz`);
         assert.equal(readyz.status, 503);
         assert.match(await readyz.text(), /^not confined to its node/);
-        const pod = await mainExited('granted');
-        await new Promise((resolve) => setTimeout(resolve, 10_000));
-        assert.deepEqual(await requestsFor(pod), []);
-        assert.equal(await requestsCreatedOnExit(), 0);
+        await nothingCreated('granted');
       } finally {
         kubectl('delete', '--ignore-not-found', '-f', new URL('../manifests/policies/rbac-agent-requests.yaml', import.meta.url).pathname);
         await restartAgent();
