@@ -6,7 +6,7 @@ import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
-import type { KubeApi } from '../common/kube/api.ts';
+import type { KubeApi, PatchType, Query } from '../common/kube/api.ts';
 import { isConflict, isNotFound } from '../common/kube/errors.ts';
 import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
@@ -130,11 +130,11 @@ function harness(options: HarnessOptions = {}): Harness {
   };
   // The status writes are logged beside the runtime calls, to check their order.
   const client: Pick<KubeApi, 'get' | 'patch'> = {
-    get: (path, query) => api.get(path, query),
-    patch: (path, body, type) => {
+    get: <T>(path: string, query?: Query) => api.get<T>(path, query).then((answer) => asServed(path, answer)),
+    patch: <T>(path: string, body: unknown, type: PatchType) => {
       const { status } = body as { status: CRRStatus };
       calls.push(`patch ${status.phase}${status.containerRecreateStates?.some((s) => s.isKilled) ? ' isKilled' : ''}`);
-      return api.patch(path, body, type);
+      return api.patch<T>(path, body, type).then((answer) => asServed(path, answer));
     },
   };
   const counter = (name: string) => ({
@@ -163,7 +163,7 @@ function harness(options: HarnessOptions = {}): Harness {
     nodeName: 'node-a',
     client,
     cachedPod: () => pod ?? undefined,
-    cachedRequests: (namespace) => cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)),
+    cachedRequests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
     forContainer: (containerID) => new DiscoveredRuntimes([runtime]).forContainer(containerID),
     events: recorder,
     metrics,
@@ -181,6 +181,19 @@ function harness(options: HarnessOptions = {}): Harness {
     reconciler, reconcilerDeps, api, calls, events, counts, stopTimeouts, stopSignals, cache, stoppedLogs, release: () => release(),
     get patches() { return patches(); },
   };
+}
+
+/**
+ * A request as the API server sends it, in answers and watch events: a custom resource's keys
+ * sorted (Go maps), whatever order they were written in. The fake keeps the writer's order.
+ */
+function asServed<T>(path: string, answer: T): T {
+  const sorted = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(sorted);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]));
+  };
+  return path.startsWith(requestPath('ns')) ? sorted(answer) as T : answer;
 }
 
 const quiet = { info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
@@ -679,6 +692,51 @@ describe('Reconciler: a stop without a hook (R39)', () => {
     await h.reconciler.reconcile(KEY);
     assert.deepEqual(h.calls, []);
   });
+});
+
+describe('Reconciler: status writes per Job (R37, R39, R43)', () => {
+  // One Job's request, looked at again by everything that wakes its Pod while the stop is under way
+  // (the watch bringing the request and the agent's own write, kubelet reporting the main's exit),
+  // then when the stop returns and when the watch brings the outcome. The rules need two writes:
+  // isKilled (before a hook, beside a stop alone), then the outcome.
+  const rows: { name: string; pod: () => AgentPod; first: 'handed over' | 'watch' | 'watch, then handed over' }[] = [
+    { name: 'fast path: handed over, then the watch', pod: hookless, first: 'handed over' },
+    { name: 'fast path: the watch before the create\'s answer', pod: hookless, first: 'watch, then handed over' },
+    { name: 'created by the controller', pod: hookless, first: 'watch' },
+    { name: 'created by the controller, a preStop hook', pod: agentPod, first: 'watch' },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: isKilled, then the outcome; one stop, one Killing event`, async () => {
+      let exited = false;
+      const h = harness({
+        pod: row.pod(), holdStops: true,
+        status: (id) => (exited ? { ...running(id), state: 'exited', exitCode: 143 } : running(id)),
+        stop: async () => { exited = true; },
+      });
+      const handOver = () => h.reconciler.adopt(handoff(h.api.object<ContainerRecreateRequest>(REQUEST)!, NO_TIMING, [['containerd://proxy-1', running('proxy-1')]]));
+      if (row.first === 'handed over') {
+        h.cache.stale = [];
+        handOver();
+      }
+      await h.reconciler.reconcile(KEY);
+      if (row.first === 'watch, then handed over') handOver();
+      h.cache.stale = undefined;
+      await h.reconciler.reconcile(KEY); // the watch: the request, the isKilled write
+      await h.reconciler.reconcile(KEY); // kubelet reports the main's exit
+      h.release();
+      while (h.reconciler.stopsInFlight() > 0) await new Promise((r) => setTimeout(r, 1));
+      await h.reconciler.reconcile(KEY); // the stop returned
+      await h.reconciler.reconcile(KEY); // the watch: the outcome
+      await h.reconciler.drain(5_000);
+      assert.deepEqual(h.calls.filter((c) => c.startsWith('patch')), ['patch Recreating isKilled', 'patch Completed isKilled']);
+      assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${REQUEST}/status 200`, `PATCH ${REQUEST}/status 200`]);
+      assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.status?.containerRecreateStates?.map(({ phase, isKilled, exitCode }) => ({ phase, isKilled, exitCode })),
+        [{ phase: 'Succeeded', isKilled: true, exitCode: 143 }]);
+      assert.equal(h.calls.filter((c) => c.startsWith('stop')).length, 1);
+      assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
+      assert.equal(h.counts.get('resumed'), undefined);
+    });
+  }
 });
 
 describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R38)', () => {

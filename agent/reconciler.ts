@@ -16,7 +16,7 @@ import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
-import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
 import { keptRequest } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
@@ -365,11 +365,14 @@ export class Reconciler {
       const containerID = pod.statuses.find((s) => s.name === c.name)?.containerID;
       if (!containerID || isFinal(recorded.get(c.name))) return;
       if (this.stops.has(containerID)) {
-        views.set(c.name, { containerID, error: 'stop in progress' });
+        views.set(c.name, { containerID, stopping: true });
         return;
       }
+      // An answer handed over tells of the container before any stop: once isKilled is recorded
+      // (the watch brought the request first, and its reconcile stopped it), the runtime is asked.
       const given = await this.handedOver.takeAnswer(containerID);
-      views.set(c.name, { containerID, ...(given ? { container: given } : await this.inspect(containerID)) });
+      const usable = recorded.get(c.name)?.isKilled ? undefined : given;
+      views.set(c.name, { containerID, ...(usable ? { container: usable } : await this.inspect(containerID)) });
     }));
     return views;
   }
@@ -570,10 +573,4 @@ function outcomeOf(status: CRRStatus): string {
   const states = status.containerRecreateStates ?? [];
   if (states.length > 0 && states.every((s) => s.phase === 'Succeeded')) return 'succeeded';
   return states.some((s) => s.phase === 'Failed') ? 'failed' : 'refused';
-}
-
-/** Equal for writing purposes: completionTime is recomputed on every plan and does not count. */
-function sameStatus(a: CRRStatus | undefined, b: CRRStatus): boolean {
-  const strip = (s: CRRStatus | undefined) => JSON.stringify({ ...s, completionTime: undefined });
-  return strip(a) === strip(b);
 }

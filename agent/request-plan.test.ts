@@ -2,10 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
-import { awaitsAdmission, blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
-import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStrategy } from '../api/container-recreate-request.ts';
+import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus, CRRStrategy } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
@@ -421,6 +421,53 @@ describe('planRequest: resuming a stop an earlier agent began (R40)', () => {
     const plan = planRequest(input({ crr: crr(['proxy'], { unreadyGracePeriodSeconds: 10 }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
     assert.equal(plan.stops[0]?.resumed, true);
   });
+});
+
+describe('planRequest: a stop under way in this agent (R39): nothing new until it returns', () => {
+  const stopping = (name: string): RuntimeView => ({ containerID: `containerd://${name}-1`, stopping: true });
+  const ordered = (over: Partial<ContainerRecreateState> = {}): ContainerRecreateState => ({ name: 'proxy', phase: 'Recreating', isKilled: true, ...over });
+
+  it('the state its stop order recorded, unchanged: no stop, no write', () => {
+    const request = crr(['proxy'], {}, [ordered()]);
+    const plan = planRequest(input({ crr: request, runtime: new Map([['proxy', stopping('proxy')]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(sameStatus(request.status, plan.status), true);
+  });
+  it('a hook\'s record is kept', () => {
+    const request = crr(['proxy'], {}, [ordered({ preStopContainerID: 'containerd://proxy-1' })]);
+    const plan = planRequest(input({ crr: request, runtime: new Map([['proxy', stopping('proxy')]]) }));
+    assert.equal(sameStatus(request.status, plan.status), true);
+  });
+  it('isKilled not recorded (its write failed after the stop was sent): recorded now', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Pending', isKilled: false }]), runtime: new Map([['proxy', stopping('proxy')]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.deepEqual(plan.status.containerRecreateStates, [ordered()]);
+  });
+  it('a forced stop of a recreated container under way: the same', () => {
+    const request = crr(['proxy'], { forceRecreate: true }, [ordered()]);
+    const recreated = pod({ statuses: [status('main', { state: 'terminated', exitCode: 0 }), status('proxy', { containerID: 'containerd://proxy-2' })] });
+    const plan = planRequest(input({ crr: request, pod: recreated, runtime: new Map([['proxy', { containerID: 'containerd://proxy-2', stopping: true }]]) }));
+    assert.equal(sameStatus(request.status, plan.status), true);
+  });
+});
+
+describe('sameStatus (R39): a status is written only when it changes', () => {
+  const recorded = { phase: 'Recreating', containerRecreateStates: [{ name: 'proxy', phase: 'Recreating', isKilled: true }] } as const;
+  /** As a plan builds it: its keys in its own order, a field left undefined (never sent). */
+  const planned: CRRStatus = { phase: 'Recreating', containerRecreateStates: [{ name: 'proxy', phase: 'Recreating', isKilled: true, exitCode: undefined }] };
+  const rows: { name: string; served: object | undefined; same: boolean }[] = [
+    { name: 'the same data, keys sorted as the API server sends a custom resource', served: { containerRecreateStates: [{ isKilled: true, name: 'proxy', phase: 'Recreating' }], phase: 'Recreating' }, same: true },
+    { name: 'another completionTime only (every plan sets it anew)', served: { ...recorded, completionTime: '2026-01-01T00:00:00Z' }, same: true },
+    { name: 'a message more', served: { ...recorded, containerRecreateStates: [{ ...recorded.containerRecreateStates[0], message: 'x' }] }, same: false },
+    { name: 'isKilled not recorded', served: { ...recorded, containerRecreateStates: [{ ...recorded.containerRecreateStates[0], isKilled: false }] }, same: false },
+    { name: 'another phase', served: { ...recorded, phase: 'Pending' }, same: false },
+    { name: 'no status yet', served: undefined, same: false },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: ${row.same ? 'nothing to write' : 'written'}`, () => {
+      assert.equal(sameStatus(row.served as CRRStatus | undefined, planned), row.same);
+    });
+  }
 });
 
 describe('hookRefusal (R38): which preStop hooks the agent runs', () => {

@@ -7,6 +7,7 @@
 // the one the Pod status (as the API server shows it) reports for that name, the hook and its ports
 // come from the Pod spec, and the runtime's kubelet labels of that container must name the very Pod
 // and container before anything is executed or stopped. `statusContext` only pins the attempt.
+import { isDeepStrictEqual } from 'node:util';
 import type { PodEvent } from '../common/events.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
@@ -27,6 +28,8 @@ export interface RuntimeView {
   container?: RuntimeContainer;
   /** The runtime could not be asked (down, unknown prefix): the container's state is unknown. */
   error?: string;
+  /** This agent's stop of this very container is under way: its outcome is known once the stop returns. */
+  stopping?: true;
 }
 
 export interface StopOrder {
@@ -396,6 +399,8 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
     return keep({ name, phase: 'Failed', isKilled, message: `malformed containerID ${JSON.stringify(currentID)} in the Pod status` });
   }
   const view = viewOf(input, name, currentID);
+  // The state its stop order recorded: nothing new to write until the stop returns.
+  if (view.stopping) return keep({ name, phase: 'Recreating', isKilled: true });
   const current = view.container;
   const terminal = isTerminal(pod.phase);
 
@@ -425,6 +430,16 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
   // Still the same container, still running: stop it. If an earlier agent died mid-stop (isKilled
   // already recorded), the stop is resumed, without its hook: a container left running would hang the Job.
   return { kind: 'stop', containerID: currentID, resumed: isKilled, state: { name, phase: 'Recreating', isKilled: true } };
+}
+
+/**
+ * Whether writing `planned` over `recorded` changes nothing: compared as data, whatever the order of
+ * keys (the API server sends a custom resource's keys sorted, a plan builds them in its own order),
+ * and without completionTime, which every plan sets anew.
+ */
+export function sameStatus(recorded: CRRStatus | undefined, planned: CRRStatus): boolean {
+  const data = (s: CRRStatus | undefined): unknown => JSON.parse(JSON.stringify({ ...s, completionTime: undefined }));
+  return isDeepStrictEqual(data(recorded), data(planned));
 }
 
 function wasRecreated(status: AgentContainerStatus, context: { containerID: string; restartCount: number }): boolean {
