@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# End-to-end tests against a real local single-node cluster:
-#   builds (or reuses) the Kubernetes binaries, brings the cluster up, runs e2e/**/*.test.ts,
-#   and always tears the cluster down, exiting with the tests' status.
+# End-to-end tests against a real local cluster:
+#   builds (or reuses) the Kubernetes binaries, brings the cluster up, runs e2e/*.test.ts on one
+#   node (or e2e/nodes/*.test.ts on ST_NODES=2..4 nodes), and always tears the cluster down,
+#   exiting with the tests' status.
 # Run as `npm run e2e` (root): the suite runs on the oldest and then on the newest supported
-# release (e2e/cluster/versions.env); `K8S_VERSION=v1.x.y npm run e2e` runs it on one.
-# ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS (space-separated files or globs,
-# default "e2e/**/*.test.ts") runs a subset.
+# release (e2e/cluster/versions.env), then the many-node tests on the newest with three nodes;
+# `K8S_VERSION=v1.x.y npm run e2e` runs the suite on one release (`ST_NODES=3` for the many-node
+# tests there, 1.30+).
+# ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS (space-separated files or globs)
+# runs a subset.
 # `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo and the
 # benchmark do), on K8S_VERSION (default: the newest).
 set -euo pipefail
@@ -18,8 +21,10 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   failed=()
   for version in "$K8S_OLDEST" "$K8S_NEWEST"; do
     echo "e2e: ===== Kubernetes $version ====="
-    K8S_VERSION=$version bash "$0" || failed+=("$version")
+    K8S_VERSION=$version ST_NODES=1 bash "$0" || failed+=("$version")
   done
+  echo "e2e: ===== Kubernetes $K8S_NEWEST, three nodes ====="
+  K8S_VERSION=$K8S_NEWEST ST_NODES=3 bash "$0" || failed+=("$K8S_NEWEST (three nodes)")
   [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed on Kubernetes ${failed[*]}" >&2; exit 1; }
   exit 0
 fi
@@ -64,10 +69,11 @@ source "$state/env"
 if [ $# -gt 0 ]; then
   command=("$@")
 else
-  read -r -a tests <<<"${ST_E2E_TESTS:-e2e/**/*.test.ts}"
+  if [ "${ST_NODES:-1}" = 1 ]; then default_tests="e2e/*.test.ts"; else default_tests="e2e/nodes/*.test.ts"; fi
+  read -r -a tests <<<"${ST_E2E_TESTS:-$default_tests}"
   command=(node --test --test-concurrency=1 "${tests[@]}")
 fi
-echo "e2e: Kubernetes $K8S_VERSION, node $(node --version), running ${command[*]}"
+echo "e2e: Kubernetes $K8S_VERSION on ${ST_NODES:-1} node(s), node $(node --version), running ${command[*]}"
 t_tests=$(date +%s)
 set +e
 "${command[@]}" 9>&-

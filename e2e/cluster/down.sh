@@ -39,21 +39,24 @@ fi
 stop_component kube-scheduler 10
 stop_component kube-controller-manager 10
 stop_component kube-proxy 10
-stop_component kubelet 15
+for k in 4 3 2 1; do stop_component "$(node_component kubelet "$k")" 15; done
 
 # 3. Containers the kubelet did not stop: kill and delete their tasks through containerd, so the
 #    shims exit cleanly.
-if pid_of containerd >/dev/null; then
-  ctr_=("$(cat "$ST_RUN/containerd-bin-dir" 2>/dev/null || echo /usr/bin)/ctr" -a "$CONTAINERD_SOCK" -n k8s.io --timeout 10s)
+for k in 4 3 2 1; do
+  pid_of "$(node_component containerd "$k")" >/dev/null || continue
+  ctr_=("$(cat "$ST_RUN/containerd-bin-dir" 2>/dev/null || echo /usr/bin)/ctr" -a "$(containerd_sock "$k")" -n k8s.io --timeout 10s)
   tasks=$("${ctr_[@]}" tasks ls -q 2>/dev/null)
   if [ -n "$tasks" ]; then
-    log "killing $(echo "$tasks" | wc -l) leftover container task(s)"
+    log "killing $(echo "$tasks" | wc -l) leftover container task(s) of $(node_component containerd "$k")"
     for t in $tasks; do "${ctr_[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
     sleep 1
     for t in $tasks; do "${ctr_[@]}" tasks delete -f "$t" >/dev/null 2>&1; done
   fi
-fi
-stop_component containerd 15
+done
+for k in 4 3 2 1; do stop_component "$(node_component containerd "$k")" 15; done
+# Nodes 2..N: their mount namespaces (and every mount in them) end with their last process (step 4).
+for k in 4 3 2; do stop_component "$(node_component node "$k")" 5; done
 stop_component kube-apiserver 15
 stop_component etcd 15
 
@@ -72,9 +75,9 @@ our_pids() {
     case $protected in *" $pid "*) continue ;; esac
     if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF "$ST/"; then echo "$pid"; fi
   done
-  # Container processes (reparented to PID 1 if their shim died) sit in kubelet's cgroups.
-  cat /sys/fs/cgroup/*/kubepods/cgroup.procs /sys/fs/cgroup/*/kubepods/*/cgroup.procs \
-    /sys/fs/cgroup/*/kubepods/*/*/cgroup.procs /sys/fs/cgroup/*/kubepods/*/*/*/cgroup.procs 2>/dev/null
+  # Container processes (reparented to PID 1 if their shim died) sit in kubelets' cgroups.
+  find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/sidecar-terminator-node-* -name cgroup.procs \
+    -exec cat {} + 2>/dev/null
 }
 for sig in TERM KILL KILL; do
   pids=$(our_pids | sort -un)
@@ -167,7 +170,7 @@ conntrack -D -d "$POD_CIDR" >/dev/null 2>&1
 conntrack -D -d "$SERVICE_IP" >/dev/null 2>&1
 
 # 8. Cgroups the kubelet and runc created (empty once the processes are gone), deepest first.
-for root in /sys/fs/cgroup/*/kubepods; do
+for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/sidecar-terminator-node-*; do
   [ -d "$root" ] || continue
   find "$root" -depth -type d -exec rmdir {} \; 2>/dev/null
   if [ -d "$root" ]; then log "WARNING: cgroup $root left"; problems=1; fi

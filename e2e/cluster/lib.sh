@@ -53,6 +53,30 @@ OUTSIDE_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /var/log/pods /
 # Components in start order; down.sh stops them in reverse.
 COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
+# Nodes: ST_NODES=1 (the default) is one node on the host's own mounts. Each further node k (2..4)
+# runs its own containerd and kubelet in a mount namespace of its own (components node-k,
+# containerd-k, kubelet-k), where its state shows at node 1's paths: the agent DaemonSet's one
+# hostPath reaches each node's own runtime socket, as on real nodes. Kubelet on 1.30+ only
+# (podLogsDir): older kubelets share /var/log/pods, and each one's log GC deletes the others' logs.
+NODES=${ST_NODES:-1}
+case $NODES in
+  1 | 2 | 3 | 4) ;;
+  *) echo "ST_NODES=$NODES: expected 1 to 4" >&2; exit 1 ;;
+esac
+if [ "$NODES" -gt 1 ] && [ "$K8S_MINOR" -lt 30 ]; then
+  echo "ST_NODES=$NODES needs Kubernetes 1.30 or later (kubelet's podLogsDir); $K8S_VERSION has none" >&2; exit 1
+fi
+# node_dir K: node K's own state (node 1's is $ST itself).
+node_dir() { if [ "$1" = 1 ]; then echo "$ST"; else echo "$ST/nodes/$1"; fi; }
+# containerd_sock K: node K's containerd socket, as the host sees it.
+containerd_sock() { if [ "$1" = 1 ]; then echo "$CONTAINERD_SOCK"; else echo "$(node_dir "$1")/containerd/containerd.sock"; fi; }
+# node_component NAME K: the component's name on node K (containerd, containerd-2, ...).
+node_component() { if [ "$2" = 1 ]; then echo "$1"; else echo "$1-$2"; fi; }
+# The cgroup under which node K's kubelet puts its Pods (node 1's is the root, as usual).
+node_cgroup_root() { if [ "$1" = 1 ]; then echo /; else echo "/sidecar-terminator-node-$1"; fi; }
+# Host paths a kubelet or libcni uses whatever its flags say: a private copy each on nodes 2..N.
+NODE_PRIVATE_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /var/log/pods)
+
 log() { echo "[cluster $(date +%H:%M:%S)] $*" >&2; }
 
 # pid_of NAME: the recorded pid if that process is still ours (its command line names $ST).

@@ -31,6 +31,11 @@ CTR=$CONTAINERD_BIN/ctr
 rm -rf "$ST"
 mkdir -p "$ST_LOGS" "$ST_RUN" "$ST_PKI" "$ST/etcd" "$CONTAINERD_DIR/cni" "$ST/kubelet" \
   "$ST/images" "$ST/cni-ipam"
+for k in $(seq 2 "$NODES"); do
+  nd=$(node_dir "$k")
+  mkdir -p "$nd/containerd/cni" "$nd/kubelet" "$nd/cni-ipam"
+  for p in "${NODE_PRIVATE_PATHS[@]}"; do mkdir -p "$nd/host$p"; done
+done
 # Like / on a systemd host, the state dir is a shared mount, so hostPath volumes with mount
 # propagation (the agent's HostToContainer mount of the runtime directory) work as on real nodes.
 mountpoint -q "$ST" || mount --bind "$ST" "$ST"
@@ -43,8 +48,7 @@ on_failure() {
   trap - ERR EXIT
   [ "$rc" = 0 ] && return 0
   echo "up.sh: FAILED after $(elapsed)s (exit $rc). Component logs:" >&2
-  for c in "${COMPONENTS[@]}" images; do
-    f=$ST_LOGS/$c.log
+  for f in "$ST_LOGS"/*.log; do
     [ -f "$f" ] || continue
     echo "==== $f (last 25 lines)" >&2
     tail -n 25 "$f" >&2
@@ -71,7 +75,11 @@ dev=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev")
 NODE_IP=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4, a, "/"); print a[1]; exit}')
 [ -n "$NODE_IP" ] || { echo "up.sh: no IPv4 address on $dev" >&2; exit 1; }
 NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
-log "node $NODE_NAME, IP $NODE_IP (on $dev), state in $ST, binaries in $BIN, containerd $ST_CONTAINERD from $CONTAINERD_BIN"
+# node_name K: node 1 is named after the host, the others after it with their number.
+node_name() { if [ "$1" = 1 ]; then echo "$NODE_NAME"; else echo "$NODE_NAME-$1"; fi; }
+NODE_NAMES=()
+for k in $(seq 1 "$NODES"); do NODE_NAMES+=("$(node_name "$k")"); done
+log "nodes ${NODE_NAMES[*]}, IP $NODE_IP (on $dev), state in $ST, binaries in $BIN, containerd $ST_CONTAINERD from $CONTAINERD_BIN"
 
 # ---------------------------------------------------------------- certificates
 pki() { openssl "$@" 2>>"$ST_LOGS/openssl.log"; }
@@ -98,8 +106,13 @@ cert apiserver "/CN=kube-apiserver" serverAuth \
   "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,DNS:$NODE_NAME,IP:127.0.0.1,IP:$NODE_IP,IP:$SERVICE_IP"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 cert admin "/O=system:masters/CN=kubernetes-admin" clientAuth
-cert kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
-cert kubelet-serving "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
+# Each node's kubelet: its own client identity (the Node authorizer and NodeRestriction hold it to
+# its node) and serving certificate.
+for k in $(seq 1 "$NODES"); do
+  n=$(node_name "$k") c=$(node_component kubelet "$k")
+  cert "$c-client" "/O=system:nodes/CN=system:node:$n" clientAuth
+  cert "$c-serving" "/CN=$n" serverAuth "DNS:$n,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
+done
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert kube-proxy "/CN=system:kube-proxy" clientAuth
@@ -137,8 +150,11 @@ current-context: $2@sidecar-terminator-e2e
 EOF
   chmod 600 "$1"
 }
-for u in admin kubelet-client controller-manager scheduler kube-proxy; do
+for u in admin controller-manager scheduler kube-proxy; do
   kubeconfig "$ST/$u.kubeconfig" "$u"
+done
+for k in $(seq 1 "$NODES"); do
+  kubeconfig "$ST/$(node_component kubelet "$k")-client.kubeconfig" "$(node_component kubelet "$k")-client"
 done
 KUBECTL=("$BIN/kubectl" --kubeconfig "$ST/admin.kubeconfig" --request-timeout=15s)
 
@@ -172,15 +188,24 @@ start etcd etcd --name=sidecar-terminator-e2e --data-dir="$ST/etcd" \
   --initial-cluster="sidecar-terminator-e2e=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
   --listen-metrics-urls="" --logger=zap --log-outputs=stderr
 
-# The shared template, plus two cluster-only settings: network namespaces and runc's state
-# inside $ST instead of /var/run/netns and /run/containerd/runc.
-sed -e "s|@DIR@|$CONTAINERD_DIR|g" "$E2E_SRC/runtime/$CONTAINERD_TEMPLATE" \
-  | sed -e 's|^\(\s*\)restrict_oom_score_adj = true|&\n\1netns_mounts_under_state_dir = true|' \
-        -e "s|^\(\s*\)SystemdCgroup = false|&\n\1Root = \"$CONTAINERD_DIR/runc\"|" \
-  >"$CONTAINERD_DIR/config.toml"
-grep -q netns_mounts_under_state_dir "$CONTAINERD_DIR/config.toml" && grep -q "Root = " "$CONTAINERD_DIR/config.toml" \
-  || { echo "up.sh: could not adapt $CONTAINERD_TEMPLATE" >&2; exit 1; }
-cat >"$CONTAINERD_DIR/cni/10-$CNI_NETWORK.conflist" <<EOF
+# node_runtime K: node K's containerd config and CNI network. The shared template, plus two
+# cluster-only settings: network namespaces and runc's state inside the node's directory instead
+# of /var/run/netns and /run/containerd/runc.
+node_runtime() {
+  local k=$1 dir range=""
+  dir=$(dirname "$(containerd_sock "$k")")
+  sed -e "s|@DIR@|$dir|g" "$E2E_SRC/runtime/$CONTAINERD_TEMPLATE" \
+    | sed -e 's|^\(\s*\)restrict_oom_score_adj = true|&\n\1netns_mounts_under_state_dir = true|' \
+          -e "s|^\(\s*\)SystemdCgroup = false|&\n\1Root = \"$dir/runc\"|" \
+    >"$dir/config.toml"
+  grep -q netns_mounts_under_state_dir "$dir/config.toml" && grep -q "Root = " "$dir/config.toml" \
+    || { echo "up.sh: could not adapt $CONTAINERD_TEMPLATE" >&2; exit 1; }
+  # One bridge and subnet for all nodes (Pods reach each other as on one L2 network); each node
+  # hands out addresses from its own quarter of it.
+  if [ "$NODES" -gt 1 ]; then
+    range=", \"rangeStart\": \"10.88.$(( (k - 1) * 64 )).2\", \"rangeEnd\": \"10.88.$(( k * 64 - 1 )).254\""
+  fi
+  cat >"$dir/cni/10-$CNI_NETWORK.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$CNI_NETWORK",
@@ -193,16 +218,50 @@ cat >"$CONTAINERD_DIR/cni/10-$CNI_NETWORK.conflist" <<EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{ "subnet": "$POD_CIDR" }]],
+        "ranges": [[{ "subnet": "$POD_CIDR"$range }]],
         "routes": [{ "dst": "0.0.0.0/0" }],
-        "dataDir": "$ST/cni-ipam"
+        "dataDir": "$(node_dir "$k")/cni-ipam"
       }
     }
   ]
 }
 EOF
+}
+
+# node_namespace K: the mount namespace of node K (2..N), held by a process named after the node.
+# In it, node K's containerd directory shows at node 1's path (where the agent's hostPath points),
+# the paths kubelets and libcni use regardless of flags are private, and the node's directory is a
+# shared mount of its own, like $ST on the host. Nothing mounted in it shows on the host.
+node_namespace() {
+  local k=$1 nd
+  nd=$(node_dir "$k")
+  for p in "${NODE_PRIVATE_PATHS[@]}"; do mkdir -p "$p"; done
+  # shellcheck disable=SC2016
+  start "$(node_component node "$k")" unshare --mount --propagation private -- bash -c '
+    set -e
+    nd=$1 containerd_dir=$2; shift 2
+    mount --bind "$nd/containerd" "$containerd_dir"
+    for p in "$@"; do mount --bind "$nd/host$p" "$p"; done
+    mount --bind "$nd" "$nd"
+    mount --make-rshared "$nd"
+    touch "$nd/namespace-ready"
+    exec -a "sidecar-terminator-node $nd" sleep infinity' node-namespace "$nd" "$CONTAINERD_DIR" "${NODE_PRIVATE_PATHS[@]}"
+  wait_until "node $k's mount namespace" 10 "$(node_component node "$k")" test -e "$nd/namespace-ready"
+}
+# in_node K: the command prefix that runs a command in node K's mount namespace (none on node 1).
+in_node() {
+  IN_NODE=()
+  [ "$1" = 1 ] || IN_NODE=(nsenter --target "$(pid_of "$(node_component node "$1")")" --mount --)
+}
+
 # Its runc shim is found on its PATH: containerd 2's own before Debian's.
-start containerd env PATH="$CONTAINERD_BIN:$PATH" "$CONTAINERD_BIN/containerd" --config "$CONTAINERD_DIR/config.toml" --log-level info
+for k in $(seq 1 "$NODES"); do
+  node_runtime "$k"
+  [ "$k" = 1 ] || node_namespace "$k"
+  in_node "$k"
+  start "$(node_component containerd "$k")" "${IN_NODE[@]}" env PATH="$CONTAINERD_BIN:$PATH" "$CONTAINERD_BIN/containerd" \
+    --config "$(dirname "$(containerd_sock "$k")")/config.toml" --log-level info
+done
 
 bash "$E2E_SRC/images/build.sh" "$ST/images" >"$ST_LOGS/images.log" 2>&1
 
@@ -233,11 +292,14 @@ start kube-apiserver "$BIN/kube-apiserver" ${FEATURE_GATES:+--feature-gates="$FE
   --proxy-client-cert-file="$ST_PKI/front-proxy-client.crt" --proxy-client-key-file="$ST_PKI/front-proxy-client.key" \
   --profiling=false --v=1
 
-wait_until "containerd serving" 60 containerd "$CTR" -a "$CONTAINERD_SOCK" version
-for img in pause busybox quick-exit; do
-  "$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
+for k in $(seq 1 "$NODES"); do
+  sock=$(containerd_sock "$k")
+  wait_until "$(node_component containerd "$k") serving" 60 "$(node_component containerd "$k")" "$CTR" -a "$sock" version
+  for img in pause busybox quick-exit; do
+    "$CTR" -a "$sock" -n k8s.io images import "$ST/images/$img.tar" >>"$ST_LOGS/images.log" 2>&1
+  done
+  log "images imported: $("$CTR" -a "$sock" -n k8s.io images ls -q 2>>"$ST_LOGS/images.log" | grep -v '^sha256:' | tr '\n' ' ')"
 done
-log "images imported: $("$CTR" -a "$CONTAINERD_SOCK" -n k8s.io images ls -q 2>>"$ST_LOGS/images.log" | grep -v '^sha256:' | tr '\n' ' ')"
 
 wait_until "kube-apiserver ready" 120 kube-apiserver curl -sf --cacert "$ST_PKI/ca.crt" \
   --cert "$ST_PKI/admin.crt" --key "$ST_PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -265,8 +327,27 @@ start kube-scheduler "$BIN/kube-scheduler" --config="$ST/scheduler.yaml" \
   --authentication-kubeconfig="$ST/scheduler.kubeconfig" --authorization-kubeconfig="$ST/scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port=10259 --cert-dir="$ST/scheduler-certs" --v=1
 
-# ---------------------------------------------------------------- node
-cat >"$ST/kubelet/config.yaml" <<EOF
+# ---------------------------------------------------------------- nodes
+# node_kubelet K: node K's kubelet. Nodes 2..N differ from node 1 in what cannot be shared on one
+# host: ports, directories, certificates, the cgroup under which their Pods run (two kubelets
+# under the same /kubepods remove each other's Pods), and their mount namespace.
+node_kubelet() {
+  local k=$1 nd c cgroup_root port healthz_port
+  nd=$(node_dir "$k") c=$(node_component kubelet "$k") cgroup_root=$(node_cgroup_root "$k")
+  port=10250 healthz_port=10248
+  if [ "$k" != 1 ]; then
+    port=$(( 12000 + 10 * k )) healthz_port=$(( 12000 + 10 * k + 8 ))
+    # Its cgroup in every v1 hierarchy, with cpuset's CPUs and memory nodes from the root's.
+    local h
+    for h in $(awk '$3 == "cgroup" { print $2 }' /proc/mounts); do
+      mkdir -p "$h$cgroup_root"
+      if [ -f "$h/cpuset.cpus" ]; then
+        cat "$h/cpuset.cpus" >"$h$cgroup_root/cpuset.cpus"
+        cat "$h/cpuset.mems" >"$h$cgroup_root/cpuset.mems"
+      fi
+    done
+  fi
+  cat >"$nd/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # No systemd here, and cgroup v1 (accepted by 1.33 while failCgroupV1 is false).
@@ -275,7 +356,9 @@ failCgroupV1: false
 # Root lacks CAP_SYS_RESOURCE and the open-files limit is fixed at 20000.
 oomScoreAdj: 0
 maxOpenFiles: 20000
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+containerRuntimeEndpoint: unix://$(containerd_sock "$k")
+$([ "$k" = 1 ] || echo "cgroupRoot: $cgroup_root")
+port: $port
 authentication:
   anonymous:
     enabled: false
@@ -285,11 +368,11 @@ authentication:
     clientCAFile: $ST_PKI/ca.crt
 authorization:
   mode: Webhook
-tlsCertFile: $ST_PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $ST_PKI/kubelet-serving.key
+tlsCertFile: $ST_PKI/$c-serving.crt
+tlsPrivateKeyFile: $ST_PKI/$c-serving.key
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+healthzPort: $healthz_port
 # Disks can run low here: explicit low thresholds, and image GC must never remove the
 # hand-imported images (nothing can be pulled again).
 evictionHard:
@@ -300,16 +383,19 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 failSwapOn: false
-podLogsDir: $ST/pod-logs
-volumePluginDir: $ST/kubelet/volume-plugins
+podLogsDir: $nd/pod-logs
+volumePluginDir: $nd/kubelet/volume-plugins
 clusterDomain: cluster.local
 serializeImagePulls: false
 rotateCertificates: false
 serverTLSBootstrap: false
 EOF
-start kubelet "$BIN/kubelet" ${FEATURE_GATES:+--feature-gates="$FEATURE_GATES"} --config="$ST/kubelet/config.yaml" --kubeconfig="$ST/kubelet-client.kubeconfig" \
-  --root-dir="$ST/kubelet" --cert-dir="$ST/kubelet/pki" \
-  --node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
+  in_node "$k"
+  start "$c" "${IN_NODE[@]}" "$BIN/kubelet" ${FEATURE_GATES:+--feature-gates="$FEATURE_GATES"} --config="$nd/kubelet/config.yaml" \
+    --kubeconfig="$ST/$c-client.kubeconfig" --root-dir="$nd/kubelet" --cert-dir="$nd/kubelet/pki" \
+    --node-ip="$NODE_IP" --hostname-override="$(node_name "$k")" --v=2
+}
+for k in $(seq 1 "$NODES"); do node_kubelet "$k"; done
 
 cat >"$ST/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -338,46 +424,57 @@ start kube-proxy "$BIN/kube-proxy" --config="$ST/kube-proxy.yaml" --oom-score-ad
 
 # ---------------------------------------------------------------- readiness
 node_ready() {
-  [ "$("${KUBECTL[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+  [ "$("${KUBECTL[@]}" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
-wait_until "node $NODE_NAME Ready" 180 kubelet node_ready
+for k in $(seq 1 "$NODES"); do
+  wait_until "node $(node_name "$k") Ready" 180 "$(node_component kubelet "$k")" node_ready "$(node_name "$k")"
+done
 wait_until "default ServiceAccount" 60 kube-controller-manager "${KUBECTL[@]}" -n default get serviceaccount default
 wait_until "kube-root-ca.crt ConfigMap" 60 kube-controller-manager "${KUBECTL[@]}" -n default get configmap kube-root-ca.crt
 wait_until "kube-proxy healthy" 60 kube-proxy curl -sf http://127.0.0.1:10256/healthz
 
-# A test Pod through the whole path: scheduler, kubelet, CNI, image, container, logs via kubelet.
-"${KUBECTL[@]}" apply -f - >/dev/null <<EOF
+# A test Pod through the whole path on each node: scheduler (node 1), kubelet, CNI, image,
+# container, logs via kubelet.
+for k in $(seq 1 "$NODES"); do
+  "${KUBECTL[@]}" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata:
-  name: cluster-up-check
+  name: cluster-up-check-$k
   namespace: default
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
+$([ "$k" = 1 ] || echo "  nodeName: $(node_name "$k")")
   containers:
   - name: check
     image: sidecar-terminator.local/busybox:1
     imagePullPolicy: Never
     command: ["sh", "-c", "echo cluster-up-check-ok"]
 EOF
+done
 pod_done() {
   local phase
-  phase=$("${KUBECTL[@]}" -n default get pod cluster-up-check -o jsonpath='{.status.phase}')
-  [ "$phase" = Failed ] && { echo "up.sh: test Pod failed" >&2; "${KUBECTL[@]}" -n default describe pod cluster-up-check >&2; exit 1; }
+  phase=$("${KUBECTL[@]}" -n default get pod "$1" -o jsonpath='{.status.phase}')
+  [ "$phase" = Failed ] && { echo "up.sh: test Pod $1 failed" >&2; "${KUBECTL[@]}" -n default describe pod "$1" >&2; exit 1; }
   [ "$phase" = Succeeded ]
 }
-wait_until "test Pod succeeded" 120 kubelet pod_done
-pod_ip=$("${KUBECTL[@]}" -n default get pod cluster-up-check -o jsonpath='{.status.podIP}')
-"${KUBECTL[@]}" -n default logs cluster-up-check | grep -q cluster-up-check-ok \
-  || { echo "up.sh: kubectl logs of the test Pod failed" >&2; exit 1; }
-"${KUBECTL[@]}" -n default delete pod cluster-up-check --wait=true --timeout=60s >/dev/null
-log "test Pod ran (pod IP $pod_ip), kubectl logs works"
+for k in $(seq 1 "$NODES"); do
+  check=cluster-up-check-$k
+  wait_until "test Pod on $(node_name "$k") succeeded" 120 "$(node_component kubelet "$k")" pod_done "$check"
+  pod_ip=$("${KUBECTL[@]}" -n default get pod "$check" -o jsonpath='{.status.podIP}')
+  "${KUBECTL[@]}" -n default logs "$check" | grep -q cluster-up-check-ok \
+    || { echo "up.sh: kubectl logs of the test Pod on $(node_name "$k") failed" >&2; exit 1; }
+  "${KUBECTL[@]}" -n default delete pod "$check" --wait=true --timeout=60s >/dev/null
+  log "test Pod ran on $(node_name "$k") (pod IP $pod_ip), kubectl logs works"
+done
 
 cat >"$ST/env" <<EOF
 export ST_CLUSTER_DIR=$ST
 export KUBECONFIG=$ST/admin.kubeconfig
 export ST_NODE_NAME=$NODE_NAME
+export ST_NODE_NAMES="${NODE_NAMES[*]}"
+export ST_CONTAINERD_SOCKS="$(for k in $(seq 1 "$NODES"); do containerd_sock "$k"; done | tr '\n' ' ' | sed 's/ $//')"
 export ST_NODE_IP=$NODE_IP
 export ST_CONTAINERD_SOCK=$CONTAINERD_SOCK
 export ST_CONTAINERD_VERSION=$("$CTR" -a "$CONTAINERD_SOCK" version 2>/dev/null | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }')

@@ -6,9 +6,15 @@ import * as k8s from '@kubernetes/client-node';
 export interface ClusterEnv {
   clusterDir: string;
   kubeconfig: string;
+  /** Node 1, named after the host. */
   nodeName: string;
+  /** Every node, node 1 first (more than one with ST_NODES, see e2e/cluster/lib.sh). */
+  nodeNames: string[];
   nodeIP: string;
+  /** Node 1's containerd socket. */
   containerdSocket: string;
+  /** Each node's containerd socket as the host sees it, in the order of nodeNames. */
+  containerdSockets: string[];
   containerdNamespace: string;
   k8sBinDir: string;
   /** The Kubernetes release the cluster runs (e2e/cluster/versions.env). */
@@ -59,8 +65,10 @@ export function clusterEnv(): ClusterEnv {
     clusterDir: need('ST_CLUSTER_DIR'),
     kubeconfig: need('KUBECONFIG'),
     nodeName: need('ST_NODE_NAME'),
+    nodeNames: (env.ST_NODE_NAMES ?? need('ST_NODE_NAME')).split(' '),
     nodeIP: need('ST_NODE_IP'),
     containerdSocket: need('ST_CONTAINERD_SOCK'),
+    containerdSockets: (env.ST_CONTAINERD_SOCKS ?? need('ST_CONTAINERD_SOCK')).split(' '),
     containerdNamespace: need('ST_CONTAINERD_NAMESPACE'),
     k8sBinDir: need('ST_K8S_BIN'),
     k8sVersion: need('ST_K8S_VERSION'),
@@ -70,6 +78,14 @@ export function clusterEnv(): ClusterEnv {
     logsDir: need('ST_LOGS_DIR'),
   };
   return cached;
+}
+
+/** The containerd socket of a node, as the host sees it. */
+export function containerdSocketOf(nodeName: string | undefined): string {
+  const env = clusterEnv();
+  const socket = env.containerdSockets[env.nodeNames.indexOf(nodeName ?? '')];
+  if (!socket) throw new Error(`no node ${nodeName} in this cluster (${env.nodeNames.join(', ')})`);
+  return socket;
 }
 
 /**

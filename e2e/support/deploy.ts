@@ -7,20 +7,21 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { clients, clusterEnv, versionFeatures } from './cluster.ts';
+import { clients, clusterEnv, containerdSocketOf, versionFeatures } from './cluster.ts';
 import { kubectl } from './kubectl.ts';
 import { waitFor } from './wait.ts';
 
 export const NAMESPACE = 'sidecar-terminator';
 export const AGENT = 'sidecar-terminator-agent';
 export const CONTROLLER = 'sidecar-terminator-controller';
-const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
+export const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
 /** The controller's wait for a sidecar that never starts, shortened for tests (shipped: 120 s). */
 export const TEST_SIDECAR_START_TIMEOUT_SECONDS = 15;
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-function ctr(...args: string[]): string {
-  return execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+/** ctr against a node's containerd (node 1's by default). */
+export function ctr(args: string[], socket = clusterEnv().containerdSocket): string {
+  return execFileSync('ctr', ['-a', socket, '-n', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** The project image, built once per cluster (the cluster's directory is new on every e2e run). */
@@ -30,7 +31,9 @@ function importImage(): void {
   if (!existsSync(archive)) {
     execFileSync('bash', [join(ROOT, 'e2e/images/build-project-image.sh'), dir], { stdio: ['ignore', 'inherit', 'inherit'] });
   }
-  if (!ctr('images', 'ls', '-q').split('\n').includes(IMAGE)) ctr('images', 'import', archive);
+  for (const socket of clusterEnv().containerdSockets) {
+    if (!ctr(['images', 'ls', '-q'], socket).split('\n').includes(IMAGE)) ctr(['images', 'import', archive], socket);
+  }
 }
 
 /**
@@ -139,6 +142,11 @@ export async function agentPod(): Promise<V1Pod> {
   return pod;
 }
 
+/** Every node's agent Pod. */
+export function agentPods(): Promise<V1Pod[]> {
+  return podsOf('agent');
+}
+
 export function controllerPods(): Promise<V1Pod[]> {
   return podsOf('controller');
 }
@@ -165,7 +173,7 @@ export async function podMetric(pod: V1Pod, port: number, series: string): Promi
 
 /** Kills a Pod's (first) container with SIGKILL through the runtime, as a crash would. */
 export function killContainer(pod: V1Pod): void {
-  ctr('tasks', 'kill', '--signal', 'SIGKILL', pod.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, ''));
+  ctr(['tasks', 'kill', '--signal', 'SIGKILL', pod.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '')], containerdSocketOf(pod.spec?.nodeName));
 }
 
 /** A crash, and kubelet restarting the container. */

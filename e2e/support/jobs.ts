@@ -30,6 +30,8 @@ export interface JobSpec {
   volumes?: k8s.V1Volume[];
   /** spec.os: the API requires it for a container's lifecycle.stopSignal. */
   os?: k8s.V1PodOS;
+  /** The node to run on (default: node 1). */
+  nodeName?: string;
 }
 
 export async function runJob(namespace: string, name: string, spec: JobSpec): Promise<void> {
@@ -40,7 +42,7 @@ export async function runJob(namespace: string, name: string, spec: JobSpec): Pr
       template: {
         metadata: { annotations: spec.annotations },
         spec: {
-          nodeName: clusterEnv().nodeName,
+          nodeName: spec.nodeName ?? clusterEnv().nodeName,
           restartPolicy: spec.restartPolicy,
           terminationGracePeriodSeconds: spec.grace ?? 10,
           // The local cluster has no cluster DNS and no test Pod needs one: with the default

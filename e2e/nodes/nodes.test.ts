@@ -1,0 +1,242 @@
+// Many nodes (a cluster of ST_NODES=3, e2e/cluster/lib.sh): one agent per node, each with its own
+// kubelet, containerd and the agent DaemonSet's one hostPath reaching that node's socket.
+// - Scoping: Jobs on every node, each request carried out by its own node's agent and no other.
+// - A request labelled for another node than its Pod's: no agent stops anything for it.
+// - Tokens for real: an agent's own token (a TokenRequest bound to its Pod, as kubelet makes it)
+//   may create and write the status of requests for its node only; the API server denies the rest.
+// - A virtual node beside real ones: one node labelled as virtual-kubelet nodes are (its real
+//   kubelet stands in for a provider's, so the Job can end): the DaemonSet leaves it, the
+//   controller swaps the sidecar's image there, and no agent touches its Pods.
+// - A rollout of a new agent image across the nodes while stops with hooks are under way on every
+//   node: every sidecar stopped once, every hook run once, no Job held up past the drain bound.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../../api/container-recreate-request.ts';
+import { apiAs, requestsPath, type Caller } from '../support/api-as.ts';
+import { clients, clusterEnv } from '../support/cluster.ts';
+import { AGENT, IMAGE, NAMESPACE, agentPods, ctr, deployProject, podMetric } from '../support/deploy.ts';
+import * as jobs from '../support/jobs.ts';
+import { SIDECAR_MARK, container, finishedAt, requestsFor, stopOnTerm } from '../support/jobs.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { createTestNamespace, deleteTestNamespace } from '../support/namespace.ts';
+import { waitFor } from '../support/wait.ts';
+import { containerStatus, jobCondition } from '../support/workloads.ts';
+
+const { core, kc } = clients();
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const nodes = clusterEnv().nodeNames;
+const LABEL = { node: 'crr.sidecar-terminator.dev/node-name', uid: 'crr.sidecar-terminator.dev/pod-uid', active: 'crr.sidecar-terminator.dev/active' };
+const POLICY_DENIAL = /may create and update requests only for Pods on its own node/;
+const QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
+/** How long a stopping agent waits for its stops under way (agent/main.ts STOP_DRAIN_MS). */
+const DRAIN_BOUND_SECONDS = 20;
+let namespace: string;
+
+/** Each node's agent Pod, by node name (`on`: the nodes that have one; default all). */
+async function agentsByNode(on: readonly string[] = nodes): Promise<Map<string, V1Pod>> {
+  const byNode = new Map((await agentPods()).map((p) => [p.spec!.nodeName!, p]));
+  assert.deepEqual([...byNode.keys()].sort(), [...on].sort(), `an agent Pod on each of ${on.join(', ')}`);
+  return byNode;
+}
+
+/** One series of each node's agent, by node name. */
+async function metricByNode(series: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const [node, pod] of await agentsByNode()) out.set(node, await podMetric(pod, 9440, series));
+  return out;
+}
+const stopsByNode = () => metricByNode('sidecar_terminator_agent_container_stops_total{result="stopped"}');
+const succeededByNode = () => metricByNode('sidecar_terminator_agent_requests_completed_total{outcome="succeeded"}');
+
+/** A Job on `node` whose main runs `mainScript` beside a sidecar that exits 0 on SIGTERM. */
+function runOn(node: string, name: string, mainScript: string, sidecar: Partial<V1Container> = { env: [SIDECAR_MARK] }): Promise<void> {
+  return jobs.runJob(namespace, name, { nodeName: node, restartPolicy: 'Never', containers: [container('main', mainScript), container('proxy', stopOnTerm(0), sidecar)] });
+}
+
+/** The Job's Pod once all its containers run. */
+function running(name: string): Promise<V1Pod> {
+  return waitFor(async () => {
+    const pod = await jobs.onlyPod(namespace, name).catch(() => undefined);
+    return pod?.status?.containerStatuses?.length && pod.status.containerStatuses.every((s) => s.state?.running) ? pod : undefined;
+  }, { description: `the containers of ${name} running`, timeoutMs: 90_000 });
+}
+
+function requestBody(name: string, pod: V1Pod, node: string): object {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest',
+    metadata: { name, namespace, labels: { [LABEL.node]: node, [LABEL.uid]: pod.metadata!.uid!, [LABEL.active]: 'true' } },
+    spec: { podName: pod.metadata!.name!, containers: [{ name: 'proxy' }] },
+  };
+}
+
+describe('many nodes: each agent acts for its own node only', { skip: nodes.length < 2 && 'needs a cluster of several nodes (ST_NODES=3 bash e2e/run.sh)' }, () => {
+  before(async () => {
+    await deployProject();
+    namespace = await createTestNamespace(core, 'nodes');
+  });
+  after(async () => {
+    if (namespace) await deleteTestNamespace(core, namespace);
+  });
+
+  it('Jobs on every node complete, each sidecar stopped by its own node\'s agent and no other', async () => {
+    const [before, stopsBefore] = [await succeededByNode(), await stopsByNode()];
+    const perNode = 2;
+    const names = nodes.flatMap((node, n) => Array.from({ length: perNode }, (_, i) => ({ node, job: `scoped-${n + 1}-${i}` })));
+    await Promise.all(names.map(({ node, job }) => runOn(node, job, 'sleep 2')));
+    const agents = await agentsByNode();
+    const logs = new Map([...agents].map(([node, pod]) => [node, () => kubectl('-n', NAMESPACE, 'logs', pod.metadata!.name!)]));
+    const requestNames = new Map<string, string[]>(nodes.map((n) => [n, []]));
+    for (const { node, job } of names) {
+      const { type } = await jobs.finishedJob(namespace, job);
+      assert.equal(type, 'Complete', `${job} on ${node}`);
+      const pod = await jobs.onlyPod(namespace, job);
+      assert.equal(pod.spec?.nodeName, node);
+      assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, `${job}: the sidecar exited 0 on SIGTERM`);
+      const [request, ...more] = await requestsFor(pod);
+      assert.equal(more.length, 0, `${job}: one request`);
+      assert.equal(request?.metadata.labels?.[LABEL.node], node);
+      assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded');
+      requestNames.get(node)!.push(request!.metadata.name!);
+    }
+    const [after, stopsAfter] = [await succeededByNode(), await stopsByNode()];
+    for (const node of nodes) {
+      assert.equal(after.get(node)! - before.get(node)!, perNode, `the agent of ${node} carried out its node's ${perNode} requests, no more`);
+      assert.equal(stopsAfter.get(node)! - stopsBefore.get(node)!, perNode, `the agent of ${node} stopped each of its node's ${perNode} sidecars once`);
+      const log = logs.get(node)!();
+      for (const [other, requests] of requestNames) {
+        for (const name of requests) {
+          if (other === node) assert.ok(log.includes(name), `the agent of ${node} logs its request ${name}`);
+          else assert.ok(!log.includes(name), `the agent of ${node} never mentions ${name}, a request of ${other}`);
+        }
+      }
+    }
+  });
+
+  it('a request labelled for another node than its Pod\'s stops nothing, and the Job still completes', async () => {
+    const [, podNode, labelNode] = nodes;
+    assert.ok(podNode && labelNode, 'three nodes');
+    await runOn(podNode, 'mislabelled', 'sleep 20');
+    const pod = await running('mislabelled');
+    const before = await stopsByNode();
+    await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, body: requestBody('mislabelled', pod, labelNode) });
+    const done = await jobs.completedRequest(namespace, 'mislabelled', 60_000);
+    assert.notEqual(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(done.status));
+    assert.match(done.status?.message ?? '', /refused|does not match|runs on node/, JSON.stringify(done.status));
+    const now = await jobs.onlyPod(namespace, 'mislabelled');
+    assert.ok(containerStatus(now, 'proxy')?.state?.running, 'the sidecar runs on while its main does');
+    assert.equal(containerStatus(now, 'proxy')?.restartCount, 0);
+    assert.deepEqual(await stopsByNode(), before, 'no agent stopped anything for it');
+
+    const { type } = await jobs.finishedJob(namespace, 'mislabelled', 120_000);
+    assert.equal(type, 'Complete');
+    const requests = await requestsFor(await jobs.onlyPod(namespace, 'mislabelled'));
+    const ours = requests.find((r) => r.metadata.name !== 'mislabelled');
+    assert.equal(ours?.metadata.labels?.[LABEL.node], podNode);
+    assert.equal(ours?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(ours?.status));
+  });
+
+  it('an agent\'s own token may create and write status for its node\'s requests only', async () => {
+    const [own, other] = nodes;
+    const agent = (await agentsByNode()).get(own!)!;
+    // The token kubelet projects into the agent's Pod: bound to that Pod, so the API server puts
+    // the Pod's node in the user's extra info.
+    const token = kubectl('-n', NAMESPACE, 'create', 'token', AGENT, '--bound-object-kind', 'Pod',
+      '--bound-object-name', agent.metadata!.name!, '--bound-object-uid', agent.metadata!.uid!).trim();
+    const caller: Caller = { token };
+    await Promise.all([runOn(own!, 'token-own', 'sleep 30'), runOn(other!, 'token-other', 'sleep 30')]);
+    const [ownPod, otherPod] = await Promise.all([running('token-own'), running('token-other')]);
+
+    const createOwn = await apiAs(caller, 'POST', requestsPath(namespace, { dryRun: true }), requestBody('token-check', ownPod, own!));
+    assert.equal(createOwn.status, 201, JSON.stringify(createOwn.body));
+    const createOther = await apiAs(caller, 'POST', requestsPath(namespace, { dryRun: true }), requestBody('token-check', otherPod, other!));
+    assert.equal(createOther.status, 422, JSON.stringify(createOther.body)); // a policy's denial: Invalid
+    assert.match(createOther.body.message ?? '', POLICY_DENIAL);
+    assert.match(createOther.body.message ?? '', new RegExp(`node "${own}"`));
+
+    // Status writes (dry run) to the requests made for the two Jobs, once the controller or the
+    // agents have made them (the mains end after 30 s; the requests exist from then).
+    const [ownRequest, otherRequest] = await Promise.all([ownPod, otherPod].map((pod) => waitFor(async () => (await requestsFor(pod))[0], { description: `a request for ${pod.metadata!.name}`, timeoutMs: 90_000 })));
+    const statusPath = (name: string) => `${requestsPath(namespace)}/${name}/status?dryRun=All`;
+    const writeOwn = await apiAs(caller, 'PATCH', statusPath(ownRequest!.metadata.name!), { status: { message: 'written by the agent of its node' } });
+    assert.equal(writeOwn.status, 200, JSON.stringify(writeOwn.body));
+    const writeOther = await apiAs(caller, 'PATCH', statusPath(otherRequest!.metadata.name!), { status: { message: 'forged' } });
+    assert.equal(writeOther.status, 422, JSON.stringify(writeOther.body));
+    assert.match(writeOther.body.message ?? '', POLICY_DENIAL);
+    for (const job of ['token-own', 'token-other']) assert.equal((await jobs.finishedJob(namespace, job)).type, 'Complete');
+  });
+
+  it('a virtual node beside real ones: no agent there, the controller swaps the image, no agent touches its Pods', async () => {
+    const virtual = nodes.at(-1)!;
+    const real = nodes.filter((n) => n !== virtual);
+    kubectl('label', 'node', virtual, 'type=virtual-kubelet', '--overwrite');
+    try {
+      // The DaemonSet's node affinity leaves the node: its agent Pod is removed.
+      await waitFor(async () => !(await agentPods()).some((p) => p.spec?.nodeName === virtual), { description: `no agent Pod on ${virtual}`, timeoutMs: 90_000 });
+      const agents = await agentsByNode(real);
+      const before = await Promise.all([...agents.values()].map((p) => podMetric(p, 9440, 'sidecar_terminator_agent_requests_completed_total{outcome="succeeded"}')));
+      await runOn(virtual, 'on-virtual', 'sleep 2', { env: [SIDECAR_MARK, { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT }] });
+      const { type } = await jobs.finishedJob(namespace, 'on-virtual');
+      assert.equal(type, 'Complete');
+      const pod = await jobs.onlyPod(namespace, 'on-virtual');
+      assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, QUICK_EXIT, 'the sidecar\'s image swapped');
+      assert.deepEqual(await requestsFor(pod), [], 'no request: no agent would carry it out');
+      const after = await Promise.all([...agents.values()].map((p) => podMetric(p, 9440, 'sidecar_terminator_agent_requests_completed_total{outcome="succeeded"}')));
+      assert.deepEqual(after, before, 'no agent completed a request meanwhile');
+      for (const agent of agents.values()) {
+        assert.ok(!kubectl('-n', NAMESPACE, 'logs', agent.metadata!.name!).includes(pod.metadata!.name!), `the agent on ${agent.spec!.nodeName} never mentions ${pod.metadata!.name}`);
+      }
+    } finally {
+      kubectl('label', 'node', virtual, 'type-');
+    }
+    kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=120s');
+    await agentsByNode();
+  });
+
+  it('a new agent image rolled out across the nodes while stops with hooks run on each: every sidecar stopped once, every hook run once', async () => {
+    const perNode = 3;
+    const hookSeconds = 3;
+    const sidecar: Partial<V1Container> = {
+      env: [SIDECAR_MARK],
+      lifecycle: { preStop: { exec: { command: ['sh', '-c', `echo HOOK > /proc/1/fd/1; sleep ${hookSeconds}`] } } },
+    };
+    // Mains end one after another over the rollout, so stops are under way whatever node it is at.
+    const runs = nodes.flatMap((node, n) => Array.from({ length: perNode }, (_, i) => ({ node, job: `rolled-${n + 1}-${i}`, mainSeconds: 4 + 3 * i + n })));
+    await Promise.all(runs.map(({ node, job, mainSeconds }) => runOn(node, job, `sleep ${mainSeconds}`, sidecar)));
+    await Promise.all(runs.map(({ job }) => running(job)));
+    const before = new Map([...(await agentsByNode())].map(([node, pod]) => [node, pod.metadata!.name!]));
+
+    // The same image under a new name on every node: a new agent version as a rollout sees it.
+    const rolled = `${IMAGE}-rollout`;
+    for (const socket of clusterEnv().containerdSockets) {
+      if (!ctr(['images', 'ls', '-q'], socket).split('\n').includes(rolled)) ctr(['images', 'tag', IMAGE, rolled], socket);
+    }
+    kubectl('-n', NAMESPACE, 'set', 'image', `daemonset/${AGENT}`, `agent=${rolled}`);
+    kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=300s');
+    const replaced = await agentsByNode();
+    for (const [node, pod] of replaced) {
+      assert.notEqual(pod.metadata!.name, before.get(node), `the agent of ${node} was replaced`);
+      assert.equal(pod.spec!.containers[0]!.image, rolled);
+    }
+
+    for (const { node, job } of runs) {
+      const { job: done, type } = await jobs.finishedJob(namespace, job, 180_000);
+      assert.equal(type, 'Complete', `${job} on ${node}`);
+      const pod = await jobs.onlyPod(namespace, job);
+      const proxy = containerStatus(pod, 'proxy');
+      assert.equal(proxy?.state?.terminated?.exitCode, 0, `${job}: its sidecar exited 0 on SIGTERM`);
+      assert.equal(proxy?.restartCount, 0);
+      const log = kubectl('-n', namespace, 'logs', pod.metadata!.name!, '-c', 'proxy');
+      assert.equal((log.match(/^HOOK$/gm) ?? []).length, 1, `${job}: the hook ran once:\n${log}`);
+      const [request, ...more] = await requestsFor(pod);
+      assert.equal(more.length, 0, `${job}: one request`);
+      assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', `${job}: ${JSON.stringify(request?.status)}`);
+      // Held up by the rollout at most by the drain bound (an agent replaced mid-stop resumes it).
+      const mainEnd = finishedAt(pod, 'main')!.getTime();
+      const jobEnd = new Date(jobCondition(done, 'Complete')!.lastTransitionTime!).getTime();
+      assert.ok(jobEnd - mainEnd <= (hookSeconds + DRAIN_BOUND_SECONDS + 15) * 1000, `${job}: Complete ${jobEnd - mainEnd} ms after its main`);
+    }
+    await deployProject(); // the agent's usual image back
+  });
+});
