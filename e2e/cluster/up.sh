@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Brings up a real single-node Kubernetes cluster on this machine, with no manual steps:
-# etcd, kube-apiserver (Node,RBAC), kube-controller-manager, kube-scheduler, a private
-# containerd (CRI) with offline images and a CNI bridge, kubelet and kube-proxy (iptables).
+# Brings up a real Kubernetes cluster on this machine, with no manual steps: etcd, kube-apiserver
+# (Node,RBAC), kube-controller-manager, kube-scheduler, a private containerd (CRI) with offline
+# images and a CNI bridge, kubelet and kube-proxy (iptables); one node, or ST_NODES (lib.sh).
 # State, certificates, logs and kubeconfigs live in ${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}.
 # Writes $ST/env (KUBECONFIG and paths) for tests. Undo with down.sh.
 set -euo pipefail
@@ -12,9 +12,9 @@ t_start=$(date +%s.%N)
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 if [ "$(id -u)" != 0 ]; then echo "up.sh: must run as root" >&2; exit 1; fi
-for cmd in etcd containerd ctr runc iptables ip6tables nft nfacct ip openssl curl conntrack base64 \
+for cmd in etcd containerd ctr runc iptables ip6tables nft nfacct ip openssl curl conntrack base64 unshare nsenter \
     /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback; do
-  command -v "$cmd" >/dev/null || { echo "up.sh: missing $cmd (Debian packages: etcd-server containerd runc iptables nftables nfacct iproute2 openssl curl conntrack containernetworking-plugins)" >&2; exit 1; }
+  command -v "$cmd" >/dev/null || { echo "up.sh: missing $cmd (Debian packages: etcd-server containerd runc iptables nftables nfacct iproute2 openssl curl conntrack util-linux containernetworking-plugins)" >&2; exit 1; }
 done
 
 BIN=${K8S_BIN_DIR:-$("$here/build-k8s.sh")}

@@ -9,6 +9,8 @@
 //   controller swaps the sidecar's image there, and no agent touches its Pods.
 // - A rollout of a new agent image across the nodes while stops with hooks are under way on every
 //   node: every sidecar stopped once, every hook run once, no Job held up past the drain bound.
+// - The controller's leader killed (SIGKILL through its node's runtime) while the mains on every
+//   node end: the other replica takes over, every Job completes, one request a Pod.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -16,7 +18,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../api/container-recreate-request.ts';
 import { apiAs, requestsPath, type Caller } from '../support/api-as.ts';
 import { clients, clusterEnv } from '../support/cluster.ts';
-import { AGENT, IMAGE, NAMESPACE, agentPods, ctr, deployProject, podMetric } from '../support/deploy.ts';
+import { AGENT, IMAGE, NAMESPACE, agentPods, controllerLeader, ctr, deployProject, killContainer, podMetric } from '../support/deploy.ts';
 import * as jobs from '../support/jobs.ts';
 import { SIDECAR_MARK, container, finishedAt, requestsFor, stopOnTerm } from '../support/jobs.ts';
 import { kubectl } from '../support/kubectl.ts';
@@ -212,18 +214,23 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     for (const socket of clusterEnv().containerdSockets) {
       if (!ctr(['images', 'ls', '-q'], socket).split('\n').includes(rolled)) ctr(['images', 'tag', IMAGE, rolled], socket);
     }
+    const rolloutStartMs = Date.now();
     kubectl('-n', NAMESPACE, 'set', 'image', `daemonset/${AGENT}`, `agent=${rolled}`);
     kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=300s');
+    const rolloutEndMs = Date.now();
     const replaced = await agentsByNode();
     for (const [node, pod] of replaced) {
       assert.notEqual(pod.metadata!.name, before.get(node), `the agent of ${node} was replaced`);
       assert.equal(pod.spec!.containers[0]!.image, rolled);
     }
 
+    const during: string[] = [];
     for (const { node, job } of runs) {
       const { job: done, type } = await jobs.finishedJob(namespace, job, 180_000);
       assert.equal(type, 'Complete', `${job} on ${node}`);
       const pod = await jobs.onlyPod(namespace, job);
+      const mainEndMs = finishedAt(pod, 'main')!.getTime();
+      if (mainEndMs >= rolloutStartMs - 1000 && mainEndMs <= rolloutEndMs) during.push(job);
       const proxy = containerStatus(pod, 'proxy');
       assert.equal(proxy?.state?.terminated?.exitCode, 0, `${job}: its sidecar exited 0 on SIGTERM`);
       assert.equal(proxy?.restartCount, 0);
@@ -237,6 +244,30 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
       const jobEnd = new Date(jobCondition(done, 'Complete')!.lastTransitionTime!).getTime();
       assert.ok(jobEnd - mainEnd <= (hookSeconds + DRAIN_BOUND_SECONDS + 15) * 1000, `${job}: Complete ${jobEnd - mainEnd} ms after its main`);
     }
+    console.log(`# rollout across ${nodes.length} nodes in ${rolloutEndMs - rolloutStartMs} ms; mains that ended during it: ${during.join(', ') || 'none'}`);
+    assert.ok(during.length > 0, 'some stops were under way during the rollout');
     await deployProject(); // the agent's usual image back
+  });
+
+  it('the controller\'s leader killed while the mains on every node end: the other replica takes over, every Job completes once', async () => {
+    const leader = await controllerLeader();
+    const runs = nodes.flatMap((node, n) => [0, 1, 2].map((i) => ({ node, job: `failover-${n + 1}-${i}`, mainSeconds: 3 + 2 * i })));
+    await Promise.all(runs.map(({ node, job, mainSeconds }) => runOn(node, job, `sleep ${mainSeconds}`)));
+    await Promise.all(runs.map(({ job }) => running(job)));
+    killContainer(leader);
+    for (const { node, job } of runs) {
+      const { job: done, type } = await jobs.finishedJob(namespace, job, 180_000);
+      assert.equal(type, 'Complete', `${job} on ${node}`);
+      const pod = await jobs.onlyPod(namespace, job);
+      assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, `${job}: its sidecar exited 0 on SIGTERM`);
+      const [request, ...more] = await requestsFor(pod);
+      assert.equal(more.length, 0, `${job}: one request`);
+      assert.equal(request?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', `${job}: ${JSON.stringify(request?.status)}`);
+      const mainEnd = finishedAt(pod, 'main')!.getTime();
+      const jobEnd = new Date(jobCondition(done, 'Complete')!.lastTransitionTime!).getTime();
+      assert.ok(jobEnd - mainEnd <= 30_000, `${job}: Complete ${jobEnd - mainEnd} ms after its main`);
+    }
+    const next = await controllerLeader(120_000);
+    assert.ok(next.metadata!.name !== leader.metadata!.name || (next.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0, 'a new leader, or the old one restarted');
   });
 });
