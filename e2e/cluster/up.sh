@@ -304,6 +304,10 @@ done
 wait_until "kube-apiserver ready" 120 kube-apiserver curl -sf --cacert "$ST_PKI/ca.crt" \
   --cert "$ST_PKI/admin.crt" --key "$ST_PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
 
+# Many nodes: a node whose kubelet stops renewing its Lease is marked NotReady after 30 s instead of
+# the default 40 to 50 s, for the tests of a node going away (e2e/nodes/).
+NODE_MONITOR_GRACE=""
+if [ "$NODES" -gt 1 ]; then NODE_MONITOR_GRACE="--node-monitor-grace-period=30s"; fi
 start kube-controller-manager "$BIN/kube-controller-manager" \
   --kubeconfig="$ST/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$ST/controller-manager.kubeconfig" \
@@ -312,7 +316,7 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
   --leader-elect=false --controllers='*' --use-service-account-credentials=true \
   --service-account-private-key-file="$ST_PKI/sa.key" --root-ca-file="$ST_PKI/ca.crt" \
   --cluster-signing-cert-file="$ST_PKI/ca.crt" --cluster-signing-key-file="$ST_PKI/ca.key" \
-  --cluster-name=sidecar-terminator-e2e --allocate-node-cidrs=false \
+  --cluster-name=sidecar-terminator-e2e --allocate-node-cidrs=false ${NODE_MONITOR_GRACE:+"$NODE_MONITOR_GRACE"} \
   --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false --v=1
 
 cat >"$ST/scheduler.yaml" <<EOF

@@ -11,6 +11,11 @@
 //   node: every sidecar stopped once, every hook run once, no Job held up past the drain bound.
 // - The controller's leader killed (SIGKILL through its node's runtime) while the mains on every
 //   node end: the other replica takes over, every Job completes, one request a Pod.
+// - A node going NotReady: its kubelet frozen (SIGSTOP), then its containerd, while its Pods' mains
+//   end; the other nodes' Jobs complete meanwhile, no other agent and no image swap touches its
+//   Pods, and when it comes back every Job there completes, each sidecar stopped once.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -55,6 +60,15 @@ const succeededByNode = () => metricByNode('sidecar_terminator_agent_requests_co
 /** A Job on `node` whose main runs `mainScript` beside a sidecar that exits 0 on SIGTERM. */
 function runOn(node: string, name: string, mainScript: string, sidecar: Partial<V1Container> = { env: [SIDECAR_MARK] }): Promise<void> {
   return jobs.runJob(namespace, name, { nodeName: node, restartPolicy: 'Never', containers: [container('main', mainScript), container('proxy', stopOnTerm(0), sidecar)] });
+}
+
+/** The pid of a cluster component (e2e/cluster/up.sh records them), e.g. kubelet-3. */
+function componentPid(component: string): number {
+  return Number(readFileSync(join(clusterEnv().clusterDir, 'run', `${component}.pid`), 'utf8').trim());
+}
+
+async function nodeReady(node: string): Promise<string | undefined> {
+  return (await core.readNode({ name: node })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
 }
 
 /** The Job's Pod once all its containers run. */
@@ -269,5 +283,65 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     }
     const next = await controllerLeader(120_000);
     assert.ok(next.metadata!.name !== leader.metadata!.name || (next.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0, 'a new leader, or the old one restarted');
+  });
+
+  it('a node going NotReady (kubelet, then containerd frozen) while its mains end: nothing else touches its Pods, and all converge when it is back', async () => {
+    const k = nodes.length;
+    const down = nodes[k - 1]!;
+    const others = nodes.slice(0, -1);
+    const sidecar: Partial<V1Container> = {
+      env: [SIDECAR_MARK],
+      lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo HOOK > /proc/1/fd/1; sleep 1'] } } },
+    };
+    // `early` ends while only kubelet is frozen (its agent still sees the exit through containerd);
+    // `late` ends while containerd is frozen too (nothing on the node learns of it until then).
+    await runOn(down, 'down-early', 'sleep 6', sidecar);
+    await runOn(down, 'down-late', 'sleep 25', sidecar);
+    const [early, late] = await Promise.all([running('down-early'), running('down-late')]);
+    const kubelet = componentPid(`kubelet-${k}`);
+    const containerd = componentPid(`containerd-${k}`);
+    const frozenAtMs = Date.now();
+    process.kill(kubelet, 'SIGSTOP');
+    try {
+      // The early main ends meanwhile: its node's agent stops the sidecar (the request says so),
+      // though no kubelet reports it. Then containerd goes too, before the late main ends.
+      const [earlyRequest] = await waitFor(async () => {
+        const requests = await requestsFor(early);
+        return requests[0]?.status?.phase === 'Completed' ? requests : undefined;
+      }, { description: 'the early Job\'s request carried out with its kubelet frozen', timeoutMs: 20_000 });
+      assert.equal(earlyRequest?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(earlyRequest?.status));
+      process.kill(containerd, 'SIGSTOP');
+      await waitFor(async () => (await nodeReady(down)) === 'Unknown', { description: `${down} NotReady`, timeoutMs: 90_000 });
+      console.log(`# ${down} NotReady ${Date.now() - frozenAtMs} ms after its kubelet froze`);
+      // The rest of the cluster goes on.
+      await Promise.all(others.map((node, i) => runOn(node, `beside-${i}`, 'sleep 2')));
+      for (const [i] of others.entries()) assert.equal((await jobs.finishedJob(namespace, `beside-${i}`)).type, 'Complete');
+      await waitFor(async () => (await jobs.onlyPod(namespace, 'down-late')).status?.conditions?.find((c) => c.type === 'Ready')?.status === 'False',
+        { description: 'the late Pod marked not ready by the node controller', timeoutMs: 60_000 });
+      assert.deepEqual(await requestsFor(late), [], 'no request for a main nobody saw end');
+      const lateNow = await jobs.onlyPod(namespace, 'down-late');
+      assert.notEqual(lateNow.spec?.containers.find((c) => c.name === 'proxy')?.image, QUICK_EXIT, 'no image swap on a real node gone NotReady');
+    } finally {
+      process.kill(containerd, 'SIGCONT');
+      process.kill(kubelet, 'SIGCONT');
+    }
+    await waitFor(async () => (await nodeReady(down)) === 'True', { description: `${down} Ready again`, timeoutMs: 90_000 });
+    for (const [job, pod] of [['down-early', early], ['down-late', late]] as const) {
+      assert.equal((await jobs.finishedJob(namespace, job, 180_000)).type, 'Complete', job);
+      const done = await jobs.onlyPod(namespace, job);
+      const proxy = containerStatus(done, 'proxy');
+      assert.equal(proxy?.state?.terminated?.exitCode, 0, `${job}: its sidecar exited 0 on SIGTERM`);
+      assert.equal(proxy?.restartCount, 0);
+      const log = kubectl('-n', namespace, 'logs', done.metadata!.name!, '-c', 'proxy');
+      assert.equal((log.match(/^HOOK$/gm) ?? []).length, 1, `${job}: the hook ran once:\n${log}`);
+      const requests = await requestsFor(pod);
+      assert.equal(requests.length, 1, `${job}: one request`);
+      assert.equal(requests[0]?.metadata.labels?.[LABEL.node], down);
+    }
+    for (const [node, agent] of await agentsByNode()) {
+      if (node === down) continue;
+      const log = kubectl('-n', NAMESPACE, 'logs', agent.metadata!.name!);
+      for (const pod of [early, late]) assert.ok(!log.includes(pod.metadata!.name!), `the agent of ${node} never mentions ${pod.metadata!.name}`);
+    }
   });
 });
