@@ -96,7 +96,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     if (namespace) await deleteTestNamespace(core, namespace);
   });
 
-  it('Jobs on every node complete, each sidecar stopped by its own node\'s agent and no other', async () => {
+  it('R34: Jobs on every node complete, each sidecar stopped by its own node\'s agent and no other', async () => {
     const [before, stopsBefore] = [await succeededByNode(), await stopsByNode()];
     const perNode = 2;
     const names = nodes.flatMap((node, n) => Array.from({ length: perNode }, (_, i) => ({ node, job: `scoped-${n + 1}-${i}` })));
@@ -130,7 +130,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     }
   });
 
-  it('a request labelled for another node than its Pod\'s stops nothing, and the Job still completes', async () => {
+  it('R29: a request labelled for another node than its Pod\'s stops nothing, and the Job still completes', async () => {
     const [, podNode, labelNode] = nodes;
     assert.ok(podNode && labelNode, 'three nodes');
     await runOn(podNode, 'mislabelled', 'sleep 20');
@@ -153,7 +153,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     assert.equal(ours?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(ours?.status));
   });
 
-  it('an agent\'s own token may create and write status for its node\'s requests only', async () => {
+  it('R32, R50: an agent\'s own token may create and write status for its node\'s requests only', async () => {
     const [own, other] = nodes;
     const agent = (await agentsByNode()).get(own!)!;
     // The token kubelet projects into the agent's Pod: bound to that Pod, so the API server puts
@@ -183,7 +183,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     for (const job of ['token-own', 'token-other']) assert.equal((await jobs.finishedJob(namespace, job)).type, 'Complete');
   });
 
-  it('a virtual node beside real ones: no agent there, the controller swaps the image, no agent touches its Pods', async () => {
+  it('R5, R20: a virtual node beside real ones: no agent there, the controller swaps the image, no agent touches its Pods', async () => {
     const virtual = nodes.at(-1)!;
     const real = nodes.filter((n) => n !== virtual);
     kubectl('label', 'node', virtual, 'type=virtual-kubelet', '--overwrite');
@@ -210,7 +210,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     await agentsByNode();
   });
 
-  it('a new agent image rolled out across the nodes while stops with hooks run on each: every sidecar stopped once, every hook run once', async () => {
+  it('R40, R42: a new agent image rolled out across the nodes while stops with hooks run on each: every sidecar stopped once, every hook run once', async () => {
     const perNode = 3;
     const hookSeconds = 3;
     const sidecar: Partial<V1Container> = {
@@ -263,7 +263,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     await deployProject(); // the agent's usual image back
   });
 
-  it('the controller\'s leader killed while the mains on every node end: the other replica takes over, every Job completes once', async () => {
+  it('R49: the controller\'s leader killed while the mains on every node end: the other replica takes over, every Job completes once', async () => {
     const leader = await controllerLeader();
     const runs = nodes.flatMap((node, n) => [0, 1, 2].map((i) => ({ node, job: `failover-${n + 1}-${i}`, mainSeconds: 3 + 2 * i })));
     await Promise.all(runs.map(({ node, job, mainSeconds }) => runOn(node, job, `sleep ${mainSeconds}`)));
@@ -285,7 +285,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     assert.ok(next.metadata!.name !== leader.metadata!.name || (next.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0, 'a new leader, or the old one restarted');
   });
 
-  it('a node going NotReady (kubelet, then containerd frozen) while its mains end: nothing else touches its Pods, and all converge when it is back', async () => {
+  it('R43: a node going NotReady (kubelet, then containerd frozen) while its mains end: nothing else touches its Pods, and all converge when it is back', async () => {
     const k = nodes.length;
     const down = nodes[k - 1]!;
     const others = nodes.slice(0, -1);
