@@ -10,7 +10,7 @@ import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { container, finishedAt, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerPods, crash, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, crash, deployProject, noControllerLeft, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,7 +67,7 @@ describe('the agent, on main containers exiting in the runtime', () => {
   before(async () => {
     await deployProject();
     kubectl('-n', NAMESPACE, 'scale', `deployment/${CONTROLLER}`, '--replicas=0');
-    await waitFor(async () => (await controllerPods()).length === 0, { description: 'no controller Pod', timeoutMs: 60_000 });
+    await noControllerLeft();
     namespace = await createTestNamespace(core, 'agent-exits');
   });
   after(async () => {

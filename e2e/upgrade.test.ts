@@ -23,7 +23,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { GROUP, PLURAL, READINESS_CONDITION, READINESS_FINALIZER, VERSION } from '../api/container-recreate-request.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, podMetric, writeOverlay } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, deployProject, noControllerLeft, podMetric, writeOverlay } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { container, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -342,7 +342,7 @@ describe('upgrade and uninstall', () => {
     await jobInFlight(namespace, 'in-flight');
 
     kubectl('-n', NAMESPACE, 'delete', 'deployment', CONTROLLER, '--cascade=foreground', '--timeout=90s');
-    await waitFor(async () => (await controllerPods()).length === 0, { description: 'no controller Pod', timeoutMs: 60_000 });
+    await noControllerLeft();
     // Without the controller, deleting a namespace that holds such a request hangs on our finalizer.
     await core.deleteNamespace({ name: held });
     const hanging = await waitFor(async () => {

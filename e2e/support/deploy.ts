@@ -131,6 +131,15 @@ export async function deployProject(): Promise<void> {
   await controllerLeader();
 }
 
+/**
+ * Waits until no controller Pod is left, terminating ones included: a deleted Pod's controller
+ * still acts, as leader, until kubelet has stopped it.
+ */
+export async function noControllerLeft(timeoutMs = 90_000): Promise<void> {
+  await waitFor(async () => (await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/component=controller' })).items.length === 0,
+    { description: 'no controller Pod left, terminating ones included', timeoutMs });
+}
+
 async function podsOf(component: 'agent' | 'controller'): Promise<V1Pod[]> {
   const list = await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/component=${component}` });
   return list.items.filter((p) => !p.metadata?.deletionTimestamp);
