@@ -1,6 +1,8 @@
 // Parts 2 and 3: bursts of 100 Jobs whose mains finish at the same instant on the one node, ours
 // and the same sidecar as a native sidecar (kubelet alone stops it: what the node itself costs),
 // and the agent's footprint with 100 of our Pods on its node, idle for 60 s and during the burst.
+// On a cluster of several nodes the same Jobs are spread over them round-robin (bench/nodes.ts),
+// and every node's agent is measured alike, at the same instants.
 //
 // The mains block opening a FIFO (a hostPath file shared by all of them); the benchmark opens it
 // for writing and closes it, and every main reads end-of-file and exits 0 at once, so all 100 mains
@@ -18,11 +20,12 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { clusterEnv } from '../e2e/support/cluster.ts';
 import type { AgentLogNote, Context } from './context.ts';
 import {
-  SIDECAR_MARK, SIDECAR_SCRIPT, apiserverMetrics, busybox, containerPid, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods,
-  logNote, nsToMs, procStats, runtimeContainer, sampleRss, scrape, scrapeOrNothing, sleep, statusOf,
+  SIDECAR_MARK, SIDECAR_SCRIPT, apiserverMetrics, busybox, containerPid, createJob, createNamespace, deleteNamespace, followAgentLogs, jobBody, listPods,
+  logNote, nsToMs, procStats, runtimeContainer, sampleRss, scrape, scrapeAllOrNothing, sleep, statusOf,
 } from './context.ts';
 import { pool } from './kube.ts';
 import type { Kind } from './latency.ts';
+import { roundRobin, summaryByNode } from './nodes.ts';
 import { burstOrder } from './order.ts';
 import { AGENT_FLOW } from './setup.ts';
 import type { HistogramBounds, Sample, Summary } from './stats.ts';
@@ -36,12 +39,16 @@ export interface BurstRun {
   /** 1: this kind went first in its repeat; 2: second. */
   order: number;
   podsStartSeconds: number;
+  /** Running Pods on the node once all ran (on several nodes: on all of them, each in podsByNode). */
   podsOnNode: number;
+  podsByNode?: Record<string, number>;
   /** All Pods seen running → fired: the same for every run. */
   settledSeconds: number;
   mainFinishSpreadMs: number;
   mainToSidecarMs: Summary;
   samplesMs: number[];
+  /** On several nodes: mainToSidecarMs per node (under the run's kind). */
+  byNode?: Record<string, Record<string, Summary>>;
   missed: number;
   missedDetail: string[];
   /** Jobs with Complete=True when read, observeSeconds after firing. */
@@ -79,6 +86,8 @@ export interface BurstResult {
 export interface AgentResult {
   method: string;
   pod: string;
+  /** Its node, on a cluster of several nodes. */
+  node?: string;
   podsOnNode: number;
   rssIdleMB: number;
   rssPeakBurstMB: number;
@@ -110,14 +119,15 @@ const IDLE_FROM_MS = SETTLE_MS - IDLE_MS - 2_000;
 /** Fire → the Jobs and Pods are read. Room for the missed limit and the footprint's 5 s tail. */
 const OBSERVE_MS = 45_000;
 
-export async function runBursts(ctx: Context, agent: V1Pod, jobs = 100, repeats = 2): Promise<{ burst: BurstResult; agent: AgentResult }> {
+/** `agents`: every node's agent, in the nodes' order; the footprint returned is theirs, in that order. */
+export async function runBursts(ctx: Context, agents: readonly V1Pod[], jobs = 100, repeats = 2): Promise<{ burst: BurstResult; agents: AgentResult[] }> {
   const runs: BurstRun[] = [];
   const timelines: (Timeline | undefined)[] = [];
-  let footprint: AgentResult | undefined;
+  let footprint: AgentResult[] | undefined;
   for (const plan of burstOrder(Math.max(1, repeats))) {
     ctx.log(`burst: repeat ${plan.repeat}, ${plan.kind} (${plan.order === 1 ? 'first' : 'second'})`);
     const measureFootprint = plan.kind === 'ours' && !footprint;
-    const r = await burstRun(ctx, agent, plan, jobs, measureFootprint);
+    const r = await burstRun(ctx, agents, plan, jobs, measureFootprint);
     runs.push(r.run);
     timelines.push(...r.timelines);
     footprint ??= r.footprint;
@@ -135,7 +145,7 @@ export async function runBursts(ctx: Context, agent: V1Pod, jobs = 100, repeats 
   };
   return {
     burst: {
-      method: `${jobs} Jobs on the node, main \`cat /go/go\` blocking on a FIFO in a shared hostPath directory, sidecar as in part 1 (ours: marked; native: ` +
+      method: `${jobs} Jobs ${ctx.nodes.length > 1 ? `spread over the ${ctx.nodes.length} nodes (the i-th on node i mod ${ctx.nodes.length})` : 'on the node'}, main \`cat /go/go\` blocking on a FIFO in a shared hostPath directory, sidecar as in part 1 (ours: marked; native: ` +
         `an init container with restartPolicy Always). ${repeats} repeats, ours and native alternately first. When all ${jobs} Pods of a run ran, ` +
         `${SETTLE_MS / 1000} s of settling on every run (the 60 s idle window of part 3 inside it on the first run of ours), then the benchmark opened the ` +
         'FIFO for writing and closed it: every main read EOF and exited 0. main→sidecar: containerd\'s finishedAt of both (CRI). Missed: a sidecar not ' +
@@ -149,15 +159,15 @@ export async function runBursts(ctx: Context, agent: V1Pod, jobs = 100, repeats 
       ours: kindSummary('ours'),
       native: kindSummary('native'),
     },
-    agent: footprint!,
+    agents: footprint!,
   };
 }
 
 const sleepUntil = (atMs: number) => sleep(Math.max(0, atMs - Date.now()));
 
 async function burstRun(
-  ctx: Context, agent: V1Pod, plan: { kind: Kind; repeat: number; order: number }, jobs: number, measureFootprint: boolean,
-): Promise<{ run: BurstRun; timelines: (Timeline | undefined)[]; footprint?: AgentResult }> {
+  ctx: Context, agents: readonly V1Pod[], plan: { kind: Kind; repeat: number; order: number }, jobs: number, measureFootprint: boolean,
+): Promise<{ run: BurstRun; timelines: (Timeline | undefined)[]; footprint?: AgentResult[] }> {
   const { kind } = plan;
   const dir = join(clusterEnv().clusterDir, `bench-burst-${kind}`);
   mkdirSync(dir, { recursive: true });
@@ -166,14 +176,17 @@ async function burstRun(
   execFileSync('mkfifo', ['-m', '0644', fifo]);
   const namespace = await createNamespace(ctx, `bench-burst-${kind}`);
   const names = Array.from({ length: jobs }, (_, i) => `${kind}-burst-${String(i).padStart(3, '0')}`);
+  const nodeOf = new Map(names.map((name, i) => [name, roundRobin(i, ctx.nodes)]));
+  const manyNodes = ctx.nodes.length > 1;
   const main = busybox('main', 'cat /go/go >/dev/null', { volumeMounts: [{ name: 'go', mountPath: '/go', readOnly: true }] });
   const volumes = [{ name: 'go', hostPath: { path: dir, type: 'Directory' } }];
   try {
     const t0 = Date.now();
     await pool(names, 10, async (name) => {
+      const nodeName = nodeOf.get(name)!;
       await createJob(ctx, namespace, jobBody(name, kind === 'ours'
-        ? { containers: [main, busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })], volumes }
-        : { initContainers: [busybox('proxy', SIDECAR_SCRIPT, { restartPolicy: 'Always' })], containers: [main], volumes }));
+        ? { containers: [main, busybox('proxy', SIDECAR_SCRIPT, { env: [SIDECAR_MARK] })], volumes, nodeName }
+        : { initContainers: [busybox('proxy', SIDECAR_SCRIPT, { restartPolicy: 'Always' })], containers: [main], volumes, nodeName }));
     });
     let pods: V1Pod[] = [];
     const running = (p: V1Pod) => ['main', 'proxy'].every((c) => statusOf(p, c)?.state?.running);
@@ -188,17 +201,19 @@ async function burstRun(
     const allRunningMs = Date.now();
     const podsStartSeconds = (allRunningMs - t0) / 1000;
     ctx.log(`burst (${kind}): all ${jobs} Pods running after ${podsStartSeconds.toFixed(0)} s; firing after ${SETTLE_MS / 1000} s`);
-    const onNode = (await ctx.kube.get<{ items: V1Pod[] }>(`/api/v1/pods?fieldSelector=spec.nodeName=${ctx.nodeName},status.phase=Running`)).items.length;
-    const readAgentLog = kind === 'ours' ? await followAgentLog(ctx, agent) : undefined;
+    const runningOn = async (node: string) => (await ctx.kube.get<{ items: V1Pod[] }>(`/api/v1/pods?fieldSelector=spec.nodeName=${node},status.phase=Running`)).items.length;
+    const podsByNode = Object.fromEntries(await Promise.all(ctx.nodes.map(async (node) => [node, await runningOn(node)] as const)));
+    const onNode = Object.values(podsByNode).reduce((a, b) => a + b, 0);
+    const readAgentLog = kind === 'ours' ? await followAgentLogs(ctx, agents) : undefined;
 
-    // ---- settling; on the first run of ours, the idle window: 60 s with >= 100 Pods on the node and nothing to do.
+    // ---- settling; on the first run of ours, the idle window: 60 s with >= 100 Pods on the node(s) and nothing to do.
     await sleepUntil(allRunningMs + IDLE_FROM_MS);
-    const idle = measureFootprint ? await idleWindow(ctx, agent, onNode) : undefined;
-    const metricsBefore = kind === 'ours' ? idle?.end.agent ?? await scrapeOrNothing(agent) : [];
+    const idle = measureFootprint ? await idleWindow(ctx, agents, podsByNode) : undefined;
+    const metricsBefore = kind === 'ours' ? idle?.end.agents.flatMap((a) => a.metrics) ?? await scrapeAllOrNothing(agents) : [];
     await sleepUntil(allRunningMs + SETTLE_MS);
 
     // ---- burst: every main exits now.
-    const rss = idle ? sampleRss(idle.pid, 200) : undefined;
+    const rss = idle?.pids.map((pid) => sampleRss(pid, 200));
     const fireMs = Date.now();
     closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
     ctx.log(`burst (${kind}): fired`);
@@ -212,9 +227,9 @@ async function burstRun(
     let burstEnd: Snapshot | undefined;
     if (idle) {
       await sleep(5_000);
-      burstEnd = await snapshot(ctx, agent, idle.pid);
+      burstEnd = await snapshot(ctx, agents, idle.pids);
     }
-    const rssSamples = rss?.stop() ?? [];
+    const rssSamples = rss?.map((r) => r.stop()) ?? [];
 
     // ---- the end of the observation window, the same time after firing for every run.
     await sleepUntil(fireMs + OBSERVE_MS);
@@ -222,7 +237,7 @@ async function burstRun(
     const jobsCompleteAtWindowEnd = jobList.filter((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')).length;
     pods = await listPods(ctx, namespace);
     const agentLog = await readAgentLog?.();
-    const metricsAfter = kind === 'ours' ? await scrapeOrNothing(agent) : [];
+    const metricsAfter = kind === 'ours' ? await scrapeAllOrNothing(agents) : [];
 
     // ---- per Pod: runtime timestamps.
     const latencies: number[] = [];
@@ -230,6 +245,7 @@ async function burstRun(
     const sidecarEnds: number[] = [];
     const missedDetail: string[] = [];
     const timelines: (Timeline | undefined)[] = [];
+    const onNodes: { node?: string; mainToSidecarMs: number }[] = [];
     for (const pod of pods) {
       const name = pod.metadata!.name!;
       const mainStatus = await runtimeContainer(ctx, pod, 'main');
@@ -243,6 +259,7 @@ async function burstRun(
       }
       sidecarEnds.push(nsToMs(proxy.finishedAtNs));
       latencies.push(round(nsToMs(proxy.finishedAtNs) - mainMs));
+      onNodes.push({ node: pod.spec?.nodeName, mainToSidecarMs: latencies.at(-1)! });
       if (agentLog) timelines.push(agentLog.timelines.get(`${namespace}/${name}`));
     }
     const firstMain = Math.min(...mainEnds);
@@ -250,10 +267,12 @@ async function burstRun(
       ...plan,
       podsStartSeconds: Math.round(podsStartSeconds),
       podsOnNode: onNode,
+      ...(manyNodes ? { podsByNode } : {}),
       settledSeconds: round((fireMs - allRunningMs) / 1000),
       mainFinishSpreadMs: Math.round(Math.max(...mainEnds) - firstMain),
       mainToSidecarMs: summarize(latencies),
       samplesMs: latencies,
+      ...(manyNodes ? { byNode: summaryByNode(onNodes, ctx.nodes, () => kind) } : {}),
       missed: missedDetail.length,
       missedDetail,
       jobsCompleteAtWindowEnd,
@@ -261,28 +280,36 @@ async function burstRun(
       ...(agentLog ? { steps: summarizeSteps(timelines), agentLog: logNote(agentLog), agentHistograms: stepHistograms(metricsBefore, metricsAfter) } : {}),
     };
     ctx.log(`burst (${kind}): p50 ${run.mainToSidecarMs.p50} ms, p99 ${run.mainToSidecarMs.p99} ms, missed ${run.missed}, ${jobsCompleteAtWindowEnd}/${jobs} Jobs Complete after ${OBSERVE_MS / 1000} s`);
-    return { run, timelines, ...(idle && burstEnd ? { footprint: footprintResult(agent, onNode, jobs, idle, burstEnd, rssSamples) } : {}) };
+    const footprint = idle && burstEnd
+      ? agents.map((agent, i) => {
+        const node = agent.spec!.nodeName!;
+        const jobsOnNode = names.filter((name) => nodeOf.get(name) === node).length;
+        return footprintResult(agent, i, { onNode: podsByNode[node]!, jobsOnNode, jobs, manyNodes }, idle, burstEnd, rssSamples[i]!);
+      })
+      : undefined;
+    return { run, timelines, ...(footprint ? { footprint } : {}) };
   } finally {
     await deleteNamespace(ctx, namespace);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-interface Snapshot { atMs: number; agent: Sample[]; proc: ReturnType<typeof procStats>; apiserver: Sample[] }
+/** Every agent's /metrics and /proc figures (in the agents' order), and the API server's, at one instant. */
+interface Snapshot { atMs: number; agents: { metrics: Sample[]; proc: ReturnType<typeof procStats> }[]; apiserver: Sample[] }
 
-async function snapshot(ctx: Context, agent: V1Pod, pid: number): Promise<Snapshot> {
+async function snapshot(ctx: Context, agents: readonly V1Pod[], pids: readonly number[]): Promise<Snapshot> {
   const atMs = Date.now();
-  const agentMetrics = await scrape(agent.status!.podIP!, 9440);
-  const proc = procStats(pid);
-  return { atMs, agent: agentMetrics, proc, apiserver: await apiserverMetrics(ctx) };
+  const metrics = await Promise.all(agents.map((agent) => scrape(agent.status!.podIP!, 9440)));
+  const procs = pids.map(procStats);
+  return { atMs, agents: metrics.map((m, i) => ({ metrics: m, proc: procs[i]! })), apiserver: await apiserverMetrics(ctx) };
 }
 
-async function idleWindow(ctx: Context, agent: V1Pod, onNode: number): Promise<{ pid: number; start: Snapshot; end: Snapshot }> {
-  const pid = containerPid(agent.status!.containerStatuses![0]!.containerID!);
-  ctx.log(`agent idle window: ${IDLE_MS / 1000} s, ${onNode} Running Pods on node ${ctx.nodeName}`);
-  const start = await snapshot(ctx, agent, pid);
+async function idleWindow(ctx: Context, agents: readonly V1Pod[], podsByNode: Record<string, number>): Promise<{ pids: number[]; start: Snapshot; end: Snapshot }> {
+  const pids = agents.map((agent) => containerPid(agent.status!.containerStatuses![0]!.containerID!, agent.spec!.nodeName!));
+  ctx.log(`agent idle window: ${IDLE_MS / 1000} s, ${Object.entries(podsByNode).map(([node, n]) => `${n} Running Pods on node ${node}`).join(', ')}`);
+  const start = await snapshot(ctx, agents, pids);
   await sleep(IDLE_MS);
-  return { pid, start, end: await snapshot(ctx, agent, pid) };
+  return { pids, start, end: await snapshot(ctx, agents, pids) };
 }
 
 /** Deltas of the agent's sidecar_terminator_agent_api_requests_total between two scrapes, by "verb code", those that moved. */
@@ -295,9 +322,19 @@ export function byVerbAndCode(before: readonly Sample[], after: readonly Sample[
   return Object.fromEntries(moved.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { start: Snapshot; end: Snapshot }, burstEnd: Snapshot, rssSamples: { rssBytes: number }[]): AgentResult {
-  const { start: a, end: b } = idle;
-  const c = burstEnd;
+/** One agent's part of a Snapshot. */
+interface Own { atMs: number; agent: Sample[]; proc: ReturnType<typeof procStats>; apiserver: Sample[] }
+
+/**
+ * The footprint of the `index`-th agent, on a node with `onNode` Running Pods and `jobsOnNode` of the
+ * burst's `jobs`. Its CPU per stop is over its own node's Jobs; the API server's figures are of every
+ * agent together (one ServiceAccount, one FlowSchema), per Job over all Jobs.
+ */
+function footprintResult(
+  agent: V1Pod, index: number, { onNode, jobsOnNode, jobs, manyNodes }: { onNode: number; jobsOnNode: number; jobs: number; manyNodes: boolean },
+  idle: { start: Snapshot; end: Snapshot }, burstEnd: Snapshot, rssSamples: { rssBytes: number }[],
+): AgentResult {
+  const [a, b, c] = [idle.start, idle.end, burstEnd].map((s) => ({ atMs: s.atMs, agent: s.agents[index]!.metrics, proc: s.agents[index]!.proc, apiserver: s.apiserver })) as [Own, Own, Own];
   const cpu = (s: Sample[]) => metricSum(s, 'process_cpu_seconds_total');
   const flow = (s: Sample[]) => metricSum(s, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: AGENT_FLOW });
   const idleSeconds = (b.atMs - a.atMs) / 1000;
@@ -310,8 +347,10 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
       'from /proc/<pid>/status VmRSS of the agent\'s process sampled every 200 ms on the host (no extra scrapes). CPU: process_cpu_seconds_total ' +
       'deltas between scrapes at the start and end of each window (the end scrape is the only other work in the window; the burst window runs ' +
       'from the idle window\'s end, 2 s before firing, to 5 s after the last sidecar finished); cross-checked with utime+stime from ' +
-      '/proc/<pid>/stat. Measured on the first burst run of ours.',
+      '/proc/<pid>/stat. Measured on the first burst run of ours.' +
+      (manyNodes ? ' Every node\'s agent at the same instants; cpuMsPerStop over the Jobs on its node; the API requests and apiserverBurst are of all agents together (one ServiceAccount), per Job over all Jobs.' : ''),
     pod: agent.metadata!.name!,
+    ...(manyNodes ? { node: agent.spec!.nodeName! } : {}),
     podsOnNode: onNode,
     rssIdleMB: round(metricSum(b.agent, 'process_resident_memory_bytes') / MB),
     rssPeakBurstMB: round(Math.max(...rssSamples.map((s) => s.rssBytes)) / MB),
@@ -333,7 +372,7 @@ function footprintResult(agent: V1Pod, onNode: number, jobs: number, idle: { sta
       cpuSeconds: round3(cpu(c.agent) - cpu(b.agent)),
       millicores: round3(((cpu(c.agent) - cpu(b.agent)) / burstSeconds) * 1000),
       procCpuSeconds: round3(c.proc.cpuSeconds - b.proc.cpuSeconds),
-      cpuMsPerStop: round(((cpu(c.agent) - cpu(b.agent)) * 1000) / jobs),
+      cpuMsPerStop: round(((cpu(c.agent) - cpu(b.agent)) * 1000) / jobsOnNode),
       apiRequests: burstRequests,
       apiRequestsPerJob: round(burstRequests / jobs),
     },

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BarPanel } from './chart.ts';
-import { renderChart } from './chart.ts';
+import { renderChart, wrapAt } from './chart.ts';
 
 const bars = (p50: number, p99: number): BarPanel => ({
   title: 'steps',
@@ -38,5 +38,11 @@ describe('the chart', () => {
     assert.ok(svg.includes('p50 ≤ 30') && svg.includes('p99 ≤ 100'));
     assert.match(svg, /height="990"/);
     assert.ok(!svg.includes('NaN'));
+  });
+
+  it('the subtitle: one line while it fits, else cut at its "; " into lines that fit', () => {
+    assert.deepEqual(wrapAt('a; b; c', 10), ['a; b; c']);
+    assert.deepEqual(wrapAt('2 CPUs; measured by: latency x; burst y', 22), ['2 CPUs', 'measured by: latency x', 'burst y']);
+    assert.deepEqual(wrapAt('a longer piece than fits; b', 5), ['a longer piece than fits', 'b']);
   });
 });

@@ -201,6 +201,20 @@ function barPanel(x0: number, y0: number, p: BarPanel): string {
 }
 
 /** The panels two to a row. */
+/** Text cut into lines of at most `max` characters at its "; " (a longer piece keeps a line of its own). */
+export function wrapAt(text: string, max: number): string[] {
+  const lines: string[] = [];
+  for (const piece of text.split('; ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 2 + piece.length <= max) lines[lines.length - 1] = `${last}; ${piece}`;
+    else lines.push(piece);
+  }
+  return lines;
+}
+
+/** Characters of the 13 px subtitle that fit the chart's width. */
+const SUBTITLE_CHARS = 175;
+
 export function renderChart(title: string, panels: Panel[], subtitle: string): string {
   const height = 90 + Math.ceil(panels.length / 2) * ROW_H;
   const drawn = panels.map((p, i) => {
@@ -212,7 +226,7 @@ export function renderChart(title: string, panels: Panel[], subtitle: string): s
 <svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="DejaVu Sans, sans-serif">
 <rect width="${W}" height="${height}" fill="white"/>
 <text x="30" y="32" font-size="22" font-weight="bold">${esc(title)}</text>
-<text x="30" y="56" font-size="13" fill="#444">${esc(subtitle)}</text>
+${wrapAt(subtitle, SUBTITLE_CHARS).map((line, i) => `<text x="30" y="${56 + i * 15}" font-size="13" fill="#444">${esc(line)}</text>`).join('\n')}
 ${drawn.join('\n')}
 </svg>
 `;

@@ -1,4 +1,4 @@
-// What every part of the benchmark shares: the API client, the node's CRI runtime (for nanosecond
+// What every part of the benchmark shares: the API client, each node's CRI runtime (for nanosecond
 // container timestamps), namespaces, Jobs, and reading a container's process straight from /proc.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import type { V1Container, V1Job, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { CriRuntime } from '../agent/runtime/cri.ts';
 import type { RuntimeContainer } from '../agent/runtime/types.ts';
-import { clusterEnv } from '../e2e/support/cluster.ts';
+import { clusterEnv, containerdSocketOf } from '../e2e/support/cluster.ts';
 import { NAMESPACE } from '../e2e/support/deploy.ts';
 import { BUSYBOX } from '../e2e/support/jobs.ts';
 import { ApiError, Kube, retrying } from './kube.ts';
+import { mergeAgentLogs } from './nodes.ts';
 import type { Sample } from './stats.ts';
 import { parseMetrics } from './stats.ts';
 import type { Timeline } from './timeline.ts';
@@ -17,20 +18,33 @@ import { parseStopTimelines } from './timeline.ts';
 
 export interface Context {
   kube: Kube;
+  /** Node 1's runtime. */
   cri: CriRuntime;
   nodeName: string;
+  /** Every node, node 1 first: parts 1 and 2 spread their Jobs over them (one on a one-node cluster). */
+  nodes: string[];
+  /** Each node's runtime, by node name. */
+  runtimes: Map<string, CriRuntime>;
   log: (msg: string) => void;
 }
 
 export async function createContext(): Promise<Context> {
   const env = clusterEnv();
   const t0 = Date.now();
+  const runtimes = new Map(await Promise.all(env.nodeNames.map(async (node) => [node, await CriRuntime.connect(containerdSocketOf(node))] as const)));
   return {
     kube: await Kube.connect(),
-    cri: await CriRuntime.connect(env.containerdSocket),
+    cri: runtimes.get(env.nodeName)!,
     nodeName: env.nodeName,
+    nodes: env.nodeNames,
+    runtimes,
     log: (msg) => console.log(`[bench +${((Date.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${msg}`),
   };
+}
+
+export function closeContext(ctx: Context): void {
+  for (const cri of ctx.runtimes.values()) cri.close();
+  ctx.kube.close();
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -92,9 +106,11 @@ export interface JobOptions {
   volumes?: V1Volume[];
   /** The Pod's restartPolicy (default Never). */
   restartPolicy?: 'Never' | 'OnFailure';
+  /** The node it is pinned to (default node 1). */
+  nodeName?: string;
 }
 
-/** A Job pinned to the cluster's node, restartPolicy Never unless asked, no retries. */
+/** A Job pinned to a node of the cluster (node 1 unless asked), restartPolicy Never unless asked, no retries. */
 export function jobBody(name: string, o: JobOptions): V1Job {
   return {
     apiVersion: 'batch/v1',
@@ -104,7 +120,7 @@ export function jobBody(name: string, o: JobOptions): V1Job {
       backoffLimit: 0,
       template: {
         spec: {
-          nodeName: clusterEnv().nodeName,
+          nodeName: o.nodeName ?? clusterEnv().nodeName,
           restartPolicy: o.restartPolicy ?? 'Never',
           terminationGracePeriodSeconds: 10,
           containers: o.containers,
@@ -128,20 +144,26 @@ export function statusOf(pod: V1Pod, name: string) {
   return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s) => s.name === name);
 }
 
-/** The runtime's view of a Pod's container (nanosecond timestamps), by its status' containerID. */
+/** The runtime's view of a Pod's container (nanosecond timestamps), by its status' containerID, from its node's runtime. */
 export async function runtimeContainer(ctx: Context, pod: V1Pod, name: string): Promise<RuntimeContainer | undefined> {
   const id = statusOf(pod, name)?.containerID?.replace(/^containerd:\/\//, '');
-  return id ? ctx.cri.status(id) : undefined;
+  if (!id) return undefined;
+  const cri = ctx.runtimes.get(pod.spec?.nodeName ?? '');
+  if (!cri) throw new Error(`Pod ${pod.metadata?.name} is on ${pod.spec?.nodeName}, not a node of this cluster`);
+  return cri.status(id);
 }
 
 export const nsToMs = (ns: bigint) => Number(ns / 1000n) / 1000;
 
 // ---------------------------------------------------------------- processes of containers
 
-/** The host PID of a container's first process (the node process of our images), by container ID. */
-export function containerPid(containerID: string): number {
+/**
+ * The host PID of a container's first process (the node process of our images), by container ID,
+ * from the runtime of its node (node 1 unless told; the nodes share the host's PID namespace).
+ */
+export function containerPid(containerID: string, nodeName = clusterEnv().nodeName): number {
   const id = containerID.replace(/^containerd:\/\//, '');
-  const out = execFileSync('ctr', ['-a', clusterEnv().containerdSocket, '-n', 'k8s.io', 'tasks', 'ls'], { encoding: 'utf8' });
+  const out = execFileSync('ctr', ['-a', containerdSocketOf(nodeName), '-n', 'k8s.io', 'tasks', 'ls'], { encoding: 'utf8' });
   for (const line of out.split('\n')) {
     const [task, pid] = line.trim().split(/\s+/);
     if (task === id && pid) return Number(pid);
@@ -200,6 +222,11 @@ export async function scrapeOrNothing(agent: V1Pod): Promise<Sample[]> {
   }
 }
 
+/** Every node's agent's /metrics as one list: the sums over it (metricSum, histograms) are over all agents. */
+export async function scrapeAllOrNothing(agents: readonly V1Pod[]): Promise<Sample[]> {
+  return (await Promise.all(agents.map(scrapeOrNothing))).flat();
+}
+
 export async function apiserverMetrics(ctx: Context): Promise<Sample[]> {
   return parseMetrics(await ctx.kube.get<string>('/metrics'));
 }
@@ -242,5 +269,14 @@ export async function followAgentLog(ctx: Context, agent: V1Pod): Promise<() => 
     } catch (err) {
       return { timelines: new Map(), agentRestarts, error: err instanceof Error ? err.message : String(err) };
     }
+  };
+}
+
+/** Follows every node's agent's log; the function returned reads the stops of all of them (one agent: its log as it is). */
+export async function followAgentLogs(ctx: Context, agents: readonly V1Pod[]): Promise<() => Promise<AgentLog>> {
+  const readers = await Promise.all(agents.map(async (agent) => ({ agent: agent.metadata!.name!, read: await followAgentLog(ctx, agent) })));
+  return async () => {
+    const logs = await Promise.all(readers.map(async ({ agent, read }) => ({ agent, log: await read() })));
+    return logs.length === 1 ? logs[0]!.log : mergeAgentLogs(logs);
   };
 }

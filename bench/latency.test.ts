@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ourJobOptions, ratios, sidecarNames, VARIANTS } from './latency.ts';
+import { ourJobOptions, planBatches, ratios, sidecarNames, VARIANTS } from './latency.ts';
 import { summarize } from './stats.ts';
 
 describe('part 1: the Jobs of each kind of batch', () => {
@@ -33,5 +33,27 @@ describe('part 1: the Jobs of each kind of batch', () => {
     const r = ratios(figures([10, 20, 30], [5000]), figures([900, 1000, 1100], [6000]));
     assert.equal(r.mainToSidecarP50, 0.02);
     assert.equal(r.createdToCompleteP50, 0.83);
+  });
+
+  it('the plan: the kinds of batches take turns; on one node every Job on it', () => {
+    const batches = planBatches({ jobsPerKind: 10, batchSize: 10, withNative: true, variantJobs: 0 }, ['host']);
+    assert.deepEqual(batches.map((b) => b[0]!.batch), ['mixed', 'allOurs', 'onFailure', 'allNative', 'mixed']);
+    assert.deepEqual(batches[0]!.slice(0, 2).map((j) => j.name), ['mixed-ours-000', 'mixed-native-000']);
+    assert.ok(batches.flat().every((j) => j.node === 'host'));
+    assert.equal(batches.flat().length, 50);
+  });
+
+  it('the plan on three nodes: each kind of batch spread evenly, a batch over all nodes, ours and native of a mixed pair on one node', () => {
+    const nodes = ['host', 'host-2', 'host-3'];
+    const batches = planBatches({ jobsPerKind: 30, batchSize: 10, withNative: true, variantJobs: 6 }, nodes);
+    const jobs = batches.flat();
+    for (const batch of ['mixed', 'allOurs', 'allNative', 'onFailure', ...VARIANTS] as const) {
+      const of = jobs.filter((j) => j.batch === batch);
+      const counts = nodes.map((node) => of.filter((j) => j.node === node).length);
+      assert.ok(counts.every((n) => n === counts[0]), `${batch}: ${counts.join(', ')}`);
+    }
+    assert.ok(batches.every((b) => new Set(b.map((j) => j.node)).size === 3));
+    const mixed = jobs.filter((j) => j.batch === 'mixed');
+    for (const ours of mixed.filter((j) => j.kind === 'ours')) assert.equal(mixed.find((j) => j.name === ours.name.replace('ours', 'native'))!.node, ours.node);
   });
 });

@@ -5,9 +5,10 @@
 // same load), ours alone and native alone (a whole batch created together: that many Pods finishing
 // together; the matched pair the headline ratio compares), ours alone under OnFailure, and three
 // variants of ours alone: a sidecar with an exec preStop hook, an ignore-exit-code sidecar that
-// exits 143 on SIGTERM, and three sidecars per Pod. Times:
+// exits 143 on SIGTERM, and three sidecars per Pod. On a cluster of several nodes the Jobs of every
+// kind are spread over them round-robin (bench/nodes.ts), each read from its own node. Times:
 //  - main finished → sidecar finished: the runtime's own nanosecond finishedAt of both containers
-//    (CRI ContainerStatus on the node's containerd);
+//    (CRI ContainerStatus on the Pod's node's containerd);
 //  - Job created → Job complete: the benchmark's clock, from just before the create request is
 //    sent to the arrival of the Job watch event carrying the Complete condition;
 //  - for ours, where the time goes: the agent's own timing of each stop (its "container stopped"
@@ -15,7 +16,8 @@
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { AgentLogNote, Context, JobOptions } from './context.ts';
 import { ENV_IGNORE_EXIT_CODE } from '../api/names.ts';
-import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, followAgentLog, jobBody, listPods, logNote, nsToMs, runtimeContainer, scrapeOrNothing, sleep } from './context.ts';
+import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, deleteNamespace, followAgentLogs, jobBody, listPods, logNote, nsToMs, runtimeContainer, scrapeAllOrNothing, sleep } from './context.ts';
+import { roundRobin, summaryByNode } from './nodes.ts';
 import { interleave } from './order.ts';
 import type { HistogramBounds, Summary } from './stats.ts';
 import { bootstrapInterval, summarize } from './stats.ts';
@@ -40,6 +42,8 @@ export interface JobSample {
   /** Absent in results from before the all-ours batches. */
   batch?: BatchKind;
   job: string;
+  /** The node it ran on; only on a cluster of several nodes. */
+  node?: string;
   mainToSidecarMs: number;
   createdToCompleteMs: number;
   /** The last sidecar finished (containerd) → the Pod's Succeeded or Failed phase seen on a watch (absent in older results). */
@@ -88,6 +92,8 @@ export interface LatencyResult {
   agentLog?: AgentLogNote;
   /** The agent's step histograms over the whole part (both kinds of batches): a cross-check of the timelines. */
   agentHistograms?: Record<string, HistogramBounds>;
+  /** On a cluster of several nodes: main → sidecar finished per node and kind of batch (`groupOf`). */
+  byNode?: Record<string, Record<string, Summary>>;
   failures: string[];
 }
 
@@ -111,10 +117,11 @@ export function ourJobOptions(batch: BatchKind): JobOptions {
   return { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), ...sidecars] };
 }
 
-function nativeJob(name: string): V1Job {
+function nativeJob(name: string, nodeName: string): V1Job {
   return jobBody(name, {
     initContainers: [busybox('proxy', SIDECAR_SCRIPT, { restartPolicy: 'Always' })],
     containers: [busybox('main', MAIN_SCRIPT)],
+    nodeName,
   });
 }
 
@@ -123,10 +130,47 @@ export const BATCH_TITLES: Record<BatchKind, string> = {
   preStop: 'ours alone, exec preStop hook', exit143: 'ours alone, ignore-exit-code sidecar exiting 143', threeSidecars: 'ours alone, three sidecars a Pod',
 };
 
+/** A sample's group in `byNode`: its kind of batch, and in the mixed ones its kind. */
+const groupOf = (s: JobSample) => (s.batch === 'mixed' ? `mixed, ${s.kind}` : BATCH_TITLES[s.batch ?? 'allOurs']);
+
 const complete = (job: V1Job, type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
 
-/** `variantJobs`: Jobs of each of VARIANTS (0: none, as on the oldest release). */
-export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, batchSize = 10, withNative = true, variantJobs = 20): Promise<LatencyResult> {
+export interface Plan {
+  jobsPerKind: number;
+  batchSize: number;
+  withNative: boolean;
+  /** Jobs of each of VARIANTS (0: none, as on the oldest release). */
+  variantJobs: number;
+}
+
+export interface PlannedJob { kind: Kind; batch: BatchKind; name: string; node: string }
+
+/**
+ * The batches in the order they run: the kinds of batches take turns, so drift over the run (caches,
+ * the API server's state) touches all alike. Each kind's i-th Job goes to node i mod N (in the mixed
+ * batches ours and native of the same i share a node).
+ */
+export function planBatches({ jobsPerKind, batchSize, withNative, variantJobs }: Plan, nodes: readonly string[]): PlannedJob[][] {
+  const batchesOf = (jobs: PlannedJob[]) => Array.from({ length: Math.ceil(jobs.length / batchSize) }, (_, i) => jobs.slice(i * batchSize, (i + 1) * batchSize));
+  const index = (i: number) => String(i).padStart(3, '0');
+  const mixed: PlannedJob[] = withNative
+    ? Array.from({ length: jobsPerKind }, (_, i) => [
+      { kind: 'ours' as const, batch: 'mixed' as const, name: `mixed-ours-${index(i)}`, node: roundRobin(i, nodes) },
+      { kind: 'native' as const, batch: 'mixed' as const, name: `mixed-native-${index(i)}`, node: roundRobin(i, nodes) },
+    ]).flat()
+    : [];
+  const planned = (kind: Kind, batch: BatchKind, count: number, prefix: string): PlannedJob[] =>
+    Array.from({ length: count }, (_, i) => ({ kind, batch, name: `${prefix}-${index(i)}`, node: roundRobin(i, nodes) }));
+  return [
+    planned('ours', 'allOurs', jobsPerKind, 'alone-ours'),
+    planned('native', 'allNative', withNative ? jobsPerKind : 0, 'alone-native'),
+    planned('ours', 'onFailure', jobsPerKind, 'onfailure-ours'),
+    ...VARIANTS.map((v) => planned('ours', v, variantJobs, `${v.toLowerCase()}-ours`)),
+  ].reduce((all, jobs) => interleave(all, batchesOf(jobs)), batchesOf(mixed));
+}
+
+/** `agents`: every node's agent (their logs and metrics are read together). */
+export async function runLatency(ctx: Context, agents: readonly V1Pod[], jobsPerKind = 50, batchSize = 10, withNative = true, variantJobs = 20): Promise<LatencyResult> {
   const namespace = await createNamespace(ctx, 'bench-latency');
   const created = new Map<string, number>();
   const finished = new Map<string, { at: number; type: string }>();
@@ -144,33 +188,17 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     if (job && !podDone.has(job) && (phase === 'Succeeded' || phase === 'Failed')) podDone.set(job, at);
   });
 
-  type Planned = { kind: Kind; batch: BatchKind; name: string };
-  const batchesOf = (jobs: Planned[]) => Array.from({ length: Math.ceil(jobs.length / batchSize) }, (_, i) => jobs.slice(i * batchSize, (i + 1) * batchSize));
-  const index = (i: number) => String(i).padStart(3, '0');
-  const mixed: Planned[] = withNative
-    ? Array.from({ length: jobsPerKind }, (_, i) => [
-      { kind: 'ours' as const, batch: 'mixed' as const, name: `mixed-ours-${index(i)}` },
-      { kind: 'native' as const, batch: 'mixed' as const, name: `mixed-native-${index(i)}` },
-    ]).flat()
-    : [];
-  const planned = (kind: Kind, batch: BatchKind, count: number, prefix: string): Planned[] =>
-    Array.from({ length: count }, (_, i) => ({ kind, batch, name: `${prefix}-${index(i)}` }));
-  // The kinds of batches take turns, so drift over the run (caches, the API server's state) touches all alike.
-  const batches = [
-    planned('ours', 'allOurs', jobsPerKind, 'alone-ours'),
-    planned('native', 'allNative', withNative ? jobsPerKind : 0, 'alone-native'),
-    planned('ours', 'onFailure', jobsPerKind, 'onfailure-ours'),
-    ...VARIANTS.map((v) => planned('ours', v, variantJobs, `${v.toLowerCase()}-ours`)),
-  ].reduce((all, jobs) => interleave(all, batchesOf(jobs)), batchesOf(mixed));
-  const readAgentLog = await followAgentLog(ctx, agent);
-  const metricsBefore = await scrapeOrNothing(agent);
+  const plan: Plan = { jobsPerKind, batchSize, withNative, variantJobs };
+  const batches = planBatches(plan, ctx.nodes);
+  const readAgentLog = await followAgentLogs(ctx, agents);
+  const metricsBefore = await scrapeAllOrNothing(agents);
   const failures: string[] = [];
   const samples: JobSample[] = [];
   try {
     for (const [i, batch] of batches.entries()) {
-      await Promise.all(batch.map(async ({ kind, batch: batchKind, name }) => {
+      await Promise.all(batch.map(async ({ kind, batch: batchKind, name, node }) => {
         created.set(name, Date.now());
-        await createJob(ctx, namespace, kind === 'ours' ? jobBody(name, ourJobOptions(batchKind)) : nativeJob(name));
+        await createJob(ctx, namespace, kind === 'ours' ? jobBody(name, { ...ourJobOptions(batchKind), nodeName: node }) : nativeJob(name, node));
       }));
       const deadline = Date.now() + 120_000;
       while (batch.some(({ name }) => !finished.has(name)) && Date.now() < deadline) await sleep(200);
@@ -180,7 +208,8 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
     await sleep(2000);
     const agentLog = await readAgentLog();
     const pods = await listPods(ctx, namespace);
-    for (const { kind, batch, name } of batches.flat()) {
+    const manyNodes = ctx.nodes.length > 1;
+    for (const { kind, batch, name, node } of batches.flat()) {
       const pod = pods.find((p) => p.metadata?.labels?.['batch.kubernetes.io/job-name'] === name);
       const end = finished.get(name);
       if (!pod || !end) { failures.push(`${name}: ${pod ? 'did not finish within 120 s' : 'no Pod'}`); continue; }
@@ -194,6 +223,7 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
       const podDoneAt = podDone.get(name);
       samples.push({
         kind, batch, job: name,
+        ...(manyNodes ? { node } : {}),
         mainToSidecarMs: round(nsToMs(lastSidecarNs) - nsToMs(main.finishedAtNs)),
         createdToCompleteMs: end.at - created.get(name)!,
         ...(podDoneAt === undefined ? {} : { sidecarToPodDoneMs: round(podDoneAt - nsToMs(lastSidecarNs)), podDoneToJobDoneMs: end.at - podDoneAt }),
@@ -201,8 +231,8 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
         ...(timeline ? { timeline } : {}),
       });
     }
-    const metricsAfter = await scrapeOrNothing(agent);
-    return summary(samples, failures, { jobsPerKind, batchSize, withNative, variantJobs }, logNote(agentLog), stepHistograms(metricsBefore, metricsAfter));
+    const metricsAfter = await scrapeAllOrNothing(agents);
+    return summary(samples, failures, plan, ctx.nodes, logNote(agentLog), stepHistograms(metricsBefore, metricsAfter));
   } finally {
     jobWatch.stop();
     podWatch.stop();
@@ -210,14 +240,11 @@ export async function runLatency(ctx: Context, agent: V1Pod, jobsPerKind = 50, b
   }
 }
 
-interface Plan {
-  jobsPerKind: number;
-  batchSize: number;
-  withNative: boolean;
-  variantJobs: number;
-}
-
-function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchSize, withNative, variantJobs }: Plan, agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>): LatencyResult {
+function summary(
+  samples: JobSample[], failures: string[], { jobsPerKind, batchSize, withNative, variantJobs }: Plan, nodes: readonly string[],
+  agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>,
+): LatencyResult {
+  const manyNodes = nodes.length > 1;
   const figures = (kind: Kind, batch: BatchKind): LatencyFigures => {
     const of = samples.filter((s) => s.kind === kind && s.batch === batch);
     const measuredOf = (field: 'sidecarToPodDoneMs' | 'podDoneToJobDoneMs') => summarize(of.flatMap((s) => (s[field] === undefined ? [] : [s[field]])));
@@ -236,14 +263,15 @@ function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchS
   const allNative = withNative ? figures('native', 'allNative') : undefined;
   const variants = variantJobs > 0 ? Object.fromEntries(VARIANTS.map((v) => [v, figures('ours', v)])) : {};
   return {
-    method: 'Jobs pinned to the node, main `sleep 2`, sidecar `' + SIDECAR_SCRIPT + '` (exits 0 on SIGTERM at once); ours: a regular container marked ' +
+    method: (manyNodes ? `Jobs spread over the ${nodes.length} nodes (${nodes.join(', ')}), each kind's i-th Job pinned to node i mod ${nodes.length}` : 'Jobs pinned to the node') + ', main `sleep 2`, sidecar `' + SIDECAR_SCRIPT + '` (exits 0 on SIGTERM at once); ours: a regular container marked ' +
       `${SIDECAR_MARK.name}=true; ${withNative ? 'native: the same container as an init container with restartPolicy Always' : 'no native sidecars on this release'}. ${batchSize} Jobs at a time ` +
       `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone and of native alone (${jobsPerKind} Jobs each)` : `ours alone (${jobsPerKind} Jobs)`}, ` +
       `with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never)` +
       (variantJobs > 0 ? `, and ${variantJobs} Jobs of ours alone for each variant: an exec preStop hook on the sidecar (\`${PRESTOP_HOOK.exec.command.join(' ')}\`), an ignore-exit-code sidecar exiting 143 on SIGTERM, three sidecars a Pod (main → sidecar to the last)` : '') + '. ' +
-      'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus. created→complete: benchmark clock, create request sent → Job ' +
+      'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus' + (manyNodes ? ' on the Pod\'s node' : '') + '. created→complete: benchmark clock, create request sent → Job ' +
       'watch event with Complete=True received. After the sidecar: its finishedAt → the Pod\'s Succeeded/Failed phase on a Pod watch → the Job\'s condition on the Job watch (one clock: the benchmark runs on the node). Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
-      'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check.',
+      'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check' +
+      (manyNodes ? '; the logs and histograms of every node\'s agent together. byNode: main→sidecar per node and kind of batch.' : '.'),
     jobsPerKind, batchSize, samples,
     ...(ours && native ? { ours, native, ratio: ratios(ours, native) } : {}),
     allOurs,
@@ -252,6 +280,7 @@ function summary(samples: JobSample[], failures: string[], { jobsPerKind, batchS
     ...variants,
     agentLog,
     agentHistograms,
+    ...(manyNodes ? { byNode: summaryByNode(samples, nodes, groupOf) } : {}),
     failures,
   };
 }

@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
 # `npm run bench`: every part on the newest supported release (on containerd 2, part 1 beside
 # native sidecars), then part 1 (latency, ours alone) on the oldest (on Debian's containerd 1.6),
-# each on a local cluster of its own (e2e/run.sh, which picks the containerd). Both write
-# bench/results.json, which records each run's release and runtime.
+# then parts 1 and 2 on the newest with three nodes (the same Jobs spread over three kubelets),
+# each on a local cluster of its own (e2e/run.sh, which picks the containerd). All write
+# bench/results.json, which records each run's release, runtime and nodes.
+# BENCH_NODES: the cluster sizes to run on (default "1 3"): 1 runs the one-node runs above; 2..4
+# parts 1 and 2 (those in BENCH_PARTS) on that many nodes, into latencyNodes and burstNodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=../e2e/cluster/versions.env
 source e2e/cluster/versions.env
-K8S_VERSION=$K8S_NEWEST bash e2e/run.sh node bench/run.ts
-if [[ ",${BENCH_PARTS:-latency}," == *,latency,* ]]; then
-  K8S_VERSION=$K8S_OLDEST BENCH_PARTS=latency bash e2e/run.sh node bench/run.ts
-fi
+parts=",${BENCH_PARTS:-latency,burst,scale,soak},"
+for nodes in ${BENCH_NODES:-1 3}; do
+  if [[ $nodes == 1 ]]; then
+    K8S_VERSION=$K8S_NEWEST bash e2e/run.sh node bench/run.ts
+    if [[ $parts == *,latency,* ]]; then
+      K8S_VERSION=$K8S_OLDEST BENCH_PARTS=latency bash e2e/run.sh node bench/run.ts
+    fi
+    continue
+  fi
+  spread=()
+  for part in latency burst; do
+    if [[ $parts == *,$part,* ]]; then spread+=("$part"); fi
+  done
+  if [[ ${#spread[@]} -gt 0 ]]; then
+    K8S_VERSION=$K8S_NEWEST ST_NODES=$nodes BENCH_PARTS=$(IFS=,; echo "${spread[*]}") bash e2e/run.sh node bench/run.ts
+  fi
+done

@@ -6,13 +6,15 @@
 // Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,soak selects parts (default
 // all); the results of parts not run are kept from the previous results.json. On the oldest
 // supported release (e2e/cluster/versions.env; bench/run.sh runs it after the newest) only part 1
-// runs, ours alone (no native sidecars there), into `latencyOldest` of the same results.json.
+// runs, ours alone (no native sidecars there), into `latencyOldest` of the same results.json. On a
+// cluster of several nodes (bench/run.sh with BENCH_NODES) parts 1 and 2 run with their Jobs spread
+// over the nodes, into `latencyNodes` and `burstNodes` of the same results.json.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Context } from './context.ts';
-import { createContext } from './context.ts';
+import { closeContext, createContext } from './context.ts';
 import type { AgentResult, BurstResult } from './burst.ts';
 import { runBursts } from './burst.ts';
 import type { BarPanel, Series } from './chart.ts';
@@ -21,6 +23,8 @@ import type { BatchKind, Kind, LatencyFigures, LatencyResult } from './latency.t
 import { BATCH_TITLES, VARIANTS, runLatency } from './latency.ts';
 import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
+import type { AgentTotals } from './nodes.ts';
+import { agentTotals } from './nodes.ts';
 import { deploy } from './setup.ts';
 import type { SoakResult } from './soak.ts';
 import type { Part, PartStamp } from './stamps.ts';
@@ -54,6 +58,10 @@ interface Results {
   burst?: BurstResult | LegacyBurst;
   burstNative?: LegacyBurst;
   agent?: AgentResult;
+  /** Part 1 on a cluster of several nodes, its Jobs spread over them. */
+  latencyNodes?: LatencyResult & OnNodes;
+  /** Parts 2 and 3 on a cluster of several nodes: the burst's Jobs spread over them, and every node's agent. */
+  burstNodes?: OnNodes & { burst: BurstResult; agents: AgentResult[]; agentsTotal: AgentTotals };
   controller?: ScaleResult;
   soak?: SoakResult;
   /** The parts measured by this run; the others' results come from the previous results.json. */
@@ -61,6 +69,13 @@ interface Results {
   /** The commit and stack that measured each part (bench/stamps.ts); absent in older results. */
   measured?: Partial<Record<Part, PartStamp>>;
   errors: Record<string, string>;
+}
+
+/** Where a part ran on several nodes, and how long it took. */
+interface OnNodes {
+  nodes: number;
+  nodeNames: string[];
+  durationSeconds: number;
 }
 
 /** A burst result from before ours and native took turns: one run of a kind. */
@@ -76,6 +91,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,soak').split(',').map((s) => s.trim()));
   const ctx = await createContext();
+  if (ctx.nodes.length > 1) return onManyNodes(ctx, parts, started);
   if (await onOldestRelease(ctx)) return latencyOnOldest(ctx, started);
   const deployed = await deploy(ctx);
   const results: Results = {
@@ -93,24 +109,12 @@ async function main(): Promise<void> {
     partsRun: [...parts],
     errors: {},
   };
-  const attempt = async <T>(part: string, fn: () => Promise<T>): Promise<T | undefined> => {
-    if (!parts.has(part)) return undefined;
-    const t0 = Date.now();
-    try {
-      const r = await fn();
-      ctx.log(`${part}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-      return r;
-    } catch (err) {
-      results.errors[part] = err instanceof Error ? (err.stack ?? err.message) : String(err);
-      ctx.log(`${part}: FAILED: ${results.errors[part]}`);
-      return undefined;
-    }
-  };
+  const attempt = <T>(part: string, fn: () => Promise<T>) => attemptPart(ctx, parts, results.errors, part, fn);
 
-  results.latency = await attempt('latency', () => runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20)));
-  const burst = await attempt('burst', () => runBursts(ctx, deployed.agent, num('BENCH_BURST_JOBS', 100), num('BENCH_BURST_REPEATS', 2)));
+  results.latency = await attempt('latency', () => runLatency(ctx, deployed.agents, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20)));
+  const burst = await attempt('burst', () => runBursts(ctx, deployed.agents, num('BENCH_BURST_JOBS', 100), num('BENCH_BURST_REPEATS', 2)));
   results.burst = burst?.burst;
-  results.agent = burst?.agent;
+  results.agent = burst?.agents[0];
   results.controller = await attempt('scale', () => runScale(ctx, leaderTarget(deployed.leader), {
     pods: num('BENCH_SCALE_PODS', 20_000),
     nodes: num('BENCH_SCALE_NODES', 20),
@@ -133,9 +137,80 @@ async function main(): Promise<void> {
   const png = chart(results, join(out, 'latency.svg'), join(out, 'latency.png'));
   printTable(results);
   console.log(`bench: wrote ${join(out, 'results.json')}${png ? ` and ${join(out, 'latency.png')}` : ''} after ${results.durationSeconds} s`);
-  ctx.cri.close();
-  ctx.kube.close();
+  closeContext(ctx);
   if (Object.keys(results.errors).length > 0) process.exitCode = 1;
+}
+
+/** Runs a part if it was asked for; a failure is recorded in `errors` (and logged), not thrown: the other parts go on. */
+async function attemptPart<T>(ctx: Context, parts: ReadonlySet<string>, errors: Record<string, string>, part: string, fn: () => Promise<T>): Promise<T | undefined> {
+  if (!parts.has(part)) return undefined;
+  const t0 = Date.now();
+  try {
+    const r = await fn();
+    ctx.log(`${part}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    return r;
+  } catch (err) {
+    errors[part] = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    ctx.log(`${part}: FAILED: ${errors[part]}`);
+    return undefined;
+  }
+}
+
+/**
+ * Parts 1 and 2 on a cluster of several nodes, the same Jobs as on one spread over them, into
+ * latencyNodes and burstNodes of the one-node run's results.json (the rest of it kept as it is).
+ */
+async function onManyNodes(ctx: Context, asked: ReadonlySet<string>, started: number): Promise<void> {
+  const path = join(outDir(), 'results.json');
+  const previous = readResults(path);
+  const parts = new Set<string>([...asked].filter((part) => part === 'latency' || part === 'burst'));
+  const notHere = [...asked].filter((part) => !parts.has(part));
+  if (notHere.length > 0) ctx.log(`on ${ctx.nodes.length} nodes only latency and burst run; not ${notHere.join(', ')}`);
+  const deployed = await deploy(ctx);
+  const env = await environment(ctx);
+  const results: Results = previous ?? {
+    generatedAt: new Date(started).toISOString(), durationSeconds: 0, environment: env, deployment: {}, targets: [], partsRun: [], errors: {},
+  };
+  const errors: Record<string, string> = {};
+  const onNodes = async <T>(fn: () => Promise<T>): Promise<OnNodes & { result: T }> => {
+    const t0 = Date.now();
+    const result = await fn();
+    return { nodes: ctx.nodes.length, nodeNames: ctx.nodes, durationSeconds: Math.round((Date.now() - t0) / 1000), result };
+  };
+  ctx.log(`parts ${[...parts].join(', ')} on ${ctx.nodes.length} nodes (${ctx.nodes.join(', ')}), the Jobs spread over them`);
+  const latency = await attemptPart(ctx, parts, errors, 'latency', () => onNodes(() =>
+    runLatency(ctx, deployed.agents, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20))));
+  const burst = await attemptPart(ctx, parts, errors, 'burst', () => onNodes(() => runBursts(ctx, deployed.agents, num('BENCH_BURST_JOBS', 100), num('BENCH_BURST_REPEATS', 2))));
+  if (latency) {
+    const { result, ...where } = latency;
+    results.latencyNodes = { ...where, ...result };
+  }
+  if (burst) {
+    const { result, ...where } = burst;
+    results.burstNodes = { ...where, burst: result.burst, agents: result.agents, agentsTotal: agentTotals(result.agents, result.burst.jobs) };
+  }
+  // This run's errors replace the earlier ones of the parts it ran.
+  for (const part of parts) delete results.errors[`${part}Nodes`];
+  for (const [part, err] of Object.entries(errors)) results.errors[`${part}Nodes`] = err;
+  const measured = new Set([...(latency ? ['latencyNodes'] : []), ...(burst ? ['burstNodes'] : [])]);
+  const now = { commit: String(env.commit), at: new Date(started).toISOString(), kubernetes: String(env.kubernetes), runtime: String(env.runtime), nodes: ctx.nodes.length };
+  results.measured = partStamps(measured, now, previous);
+  results.targets = targets(results);
+  mkdirSync(outDir(), { recursive: true });
+  writeResults(results, path);
+  chart(results, join(outDir(), 'latency.svg'), join(outDir(), 'latency.png'));
+  printTable(results);
+  console.log(`bench: wrote ${[...measured].join(' and ') || 'nothing'} into ${path} after ${Math.round((Date.now() - started) / 1000)} s`);
+  closeContext(ctx);
+  if (Object.keys(errors).length > 0) process.exitCode = 1;
+}
+
+function readResults(path: string): Results | undefined {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Results;
+  } catch {
+    return undefined;
+  }
 }
 
 const outDir = () => process.env.BENCH_OUT_DIR ?? HERE;
@@ -161,7 +236,7 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   const deployed = await deploy(ctx);
   const env = await environment(ctx);
   ctx.log(`latency on the oldest supported release (${String(env.kubernetes)}): ours alone`);
-  const latency = await runLatency(ctx, deployed.agent, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false, 0);
+  const latency = await runLatency(ctx, deployed.agents, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), false, 0);
   results.latencyOldest = { kubernetes: String(env.kubernetes), runtime: String(env.runtime), generatedAt: new Date().toISOString(), commit: env.commit, ...latency };
   results.targets = targets(results);
   writeResults(results, path);
@@ -169,24 +244,21 @@ async function latencyOnOldest(ctx: Context, started: number): Promise<void> {
   chart(results, join(outDir(), 'latency.svg'), join(outDir(), 'latency.png'));
   printTable(results);
   console.log(`bench: wrote latencyOldest into ${path} after ${Math.round((Date.now() - started) / 1000)} s`);
-  ctx.cri.close();
-  ctx.kube.close();
+  closeContext(ctx);
 }
 
 /** Parts not run this time keep their results, and each part says which commit measured it. */
 function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<string>): void {
-  let previous: Partial<Results> | undefined;
-  try {
-    previous = JSON.parse(readFileSync(path, 'utf8')) as Partial<Results>;
-  } catch {
-    previous = undefined;
-  }
+  const previous: Partial<Results> | undefined = readResults(path);
   const env = results.environment;
   results.measured = partStamps(parts, { commit: String(env.commit), at: results.generatedAt, kubernetes: String(env.kubernetes), runtime: String(env.runtime) }, previous);
   if (!previous) return;
   // The oldest release's figures are always kept: that run writes them itself.
   if (previous.latencyOldest) results.latencyOldest = previous.latencyOldest;
-  const keys: Record<string, (keyof Results)[]> = { latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'] };
+  // The parts on several nodes are never run here: a run of their own writes them.
+  const keys: Record<string, (keyof Results)[]> = {
+    latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'], latencyNodes: ['latencyNodes'], burstNodes: ['burstNodes'],
+  };
   for (const [part, fields] of Object.entries(keys)) {
     if (parts.has(part)) continue;
     for (const field of fields) if (previous[field] !== undefined) Object.assign(results, { [field]: previous[field] });
@@ -207,7 +279,9 @@ async function environment(ctx: Context): Promise<Record<string, unknown>> {
     node: process.version,
     commit: git(['rev-parse', '--short', 'HEAD']),
     uncommittedChanges: Boolean(git(['status', '--porcelain', '--', 'agent', 'crr', 'common', 'manifests'])),
-    cluster: 'one node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd on this machine (e2e/cluster)',
+    cluster: ctx.nodes.length > 1
+      ? `${ctx.nodes.length} nodes, each its own kubelet and containerd (all but the first in a mount namespace of their own); etcd, kube-apiserver, kube-controller-manager, kube-scheduler and one kube-proxy; all on this machine (e2e/cluster)`
+      : 'one node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd on this machine (e2e/cluster)',
   };
 }
 
@@ -348,20 +422,35 @@ function printTable(r: Results): void {
     if (l.ratio) rows.push([`${prefix}ratio ours / native, mixed batches (main → sidecar p50, Job p50)`, `${l.ratio.mainToSidecarP50}, ${l.ratio.createdToCompleteP50}`, '', '']);
     if (l.agentLog && (l.agentLog.agentRestarts > 0 || l.agentLog.error)) rows.push([`${prefix}agent log`, `${l.agentLog.agentRestarts} restarts${l.agentLog.error ? `, ${l.agentLog.error}` : ''}`, '', '']);
   };
-  if (r.latency) latencyRows('', r.latency);
-  if (r.latencyOldest) latencyRows(`${r.latencyOldest.kubernetes}: `, r.latencyOldest);
-  const b = r.burst;
-  if (b && 'runs' in b) {
+  // Per node: main → sidecar finished p50/p99 ms of each group.
+  const byNodeRows = (prefix: string, byNode: Record<string, Record<string, Summary>> | undefined) => {
+    for (const [node, groups] of Object.entries(byNode ?? {})) {
+      rows.push([`${prefix}on ${node}: main → sidecar finished p50/p99 ms`, Object.entries(groups).map(([group, s]) => `${group} ${s.p50}/${s.p99} (n=${s.n})`).join(', '), '', '']);
+    }
+  };
+  const burstRows = (prefix: string, b: BurstResult) => {
     for (const run of b.runs) {
-      rows.push([`burst repeat ${run.repeat}, ${run.kind} (${run.order === 1 ? 'first' : 'second'}): p50 / p99, missed, spread, start, Complete`,
+      rows.push([`${prefix}burst repeat ${run.repeat}, ${run.kind} (${run.order === 1 ? 'first' : 'second'}): p50 / p99, missed, spread, start, Complete`,
         `${run.mainToSidecarMs.p50} / ${run.mainToSidecarMs.p99} ms, ${run.missed}, ${run.mainFinishSpreadMs} ms, ${run.podsStartSeconds} s, ${run.jobsCompleteAtWindowEnd}/${b.jobs} at ${b.observeSeconds} s`, '', '']);
+      byNodeRows(`${prefix}burst repeat ${run.repeat}, ${run.kind}, `, run.byNode);
     }
     for (const kind of ['ours', 'native'] as const) {
       const k = b[kind];
-      rows.push([`burst, ${kind}, ${plural(k.runs, 'run')}: p50 / p90 / p99, missed, Complete`, `${percentiles(k.mainToSidecarMs)}, ${k.missed}, ${k.jobsCompleteAtWindowEnd}/${k.jobs}`, '', '']);
+      rows.push([`${prefix}burst, ${kind}, ${plural(k.runs, 'run')}: p50 / p90 / p99, missed, Complete`, `${percentiles(k.mainToSidecarMs)}, ${k.missed}, ${k.jobsCompleteAtWindowEnd}/${k.jobs}`, '', '']);
     }
-    rows.push(['burst, ours: agent\'s steps p50/p99 ms', stepsText(b.ours.steps), '', '']);
-    for (const run of b.runs) if (run.agentHistograms) rows.push([`burst repeat ${run.repeat}, ours: agent's histogram, main exit → SIGTERM sent`, histogramText(run.agentHistograms), '', '']);
+    rows.push([`${prefix}burst, ours: agent's steps p50/p99 ms`, stepsText(b.ours.steps), '', '']);
+    for (const run of b.runs) if (run.agentHistograms) rows.push([`${prefix}burst repeat ${run.repeat}, ours: agent's histogram, main exit → SIGTERM sent`, histogramText(run.agentHistograms), '', '']);
+  };
+  if (r.latency) latencyRows('', r.latency);
+  if (r.latencyOldest) latencyRows(`${r.latencyOldest.kubernetes}: `, r.latencyOldest);
+  if (r.latencyNodes) {
+    const prefix = `${r.latencyNodes.nodes} nodes: `;
+    latencyRows(prefix, r.latencyNodes);
+    byNodeRows(prefix, r.latencyNodes.byNode);
+  }
+  const b = r.burst;
+  if (b && 'runs' in b) {
+    burstRows('', b);
   } else {
     for (const kind of ['ours', 'native'] as const) {
       const k = burstOf(r, kind);
@@ -376,6 +465,19 @@ function printTable(r: Results): void {
     const verbs = r.agent.agentRequestsByVerbAndCode;
     if (verbs) rows.push(['agent API requests during the burst, by verb and code (its own count)', Object.entries(verbs).map(([k, n]) => `${k}: ${n}`).join(', '), '', '']);
     if (api) rows.push(['API server during the burst: CPU, the agent\'s requests\' APF queue wait', `${api.cpuCores} cores; mean ${api.agentQueueWaitMeanMs} ms over ${api.agentRequestsQueued} requests`, '', '']);
+  }
+  if (r.burstNodes) {
+    const { nodes, burst, agents, agentsTotal: total } = r.burstNodes;
+    const prefix = `${nodes} nodes: `;
+    burstRows(prefix, burst);
+    for (const a of agents) {
+      rows.push([`${prefix}agent on ${a.node ?? a.pod} (${a.podsOnNode} Pods): RSS idle / peak, CPU idle, CPU per stop`,
+        `${a.rssIdleMB} / ${a.rssPeakBurstMB} MiB, ${a.idle.millicores} millicores, ${a.burst.cpuMsPerStop ?? '-'} ms`, '', '']);
+    }
+    rows.push([`${prefix}${total.agents} agents together: RSS idle / sum of peaks, CPU idle, CPU per stop`,
+      `${total.rssIdleMB} / ${total.rssPeakBurstMB} MiB, ${total.idleMillicores} millicores, ${total.cpuMsPerStop} ms`, '', '']);
+    const first = agents[0];
+    if (first) rows.push([`${prefix}agents' API requests: idle 60 s / burst`, `${first.idle.apiRequests} / ${first.burst.apiRequests} (${first.burst.apiRequestsPerJob} per Job)`, '', '']);
   }
   if (r.controller) {
     const c = r.controller;
@@ -396,7 +498,11 @@ function printTable(r: Results): void {
   for (const [part, err] of Object.entries(r.errors)) console.log(`ERROR in ${part}: ${err.split('\n')[0]}`);
 }
 
-const COLORS = { alone: '#1f77b4', mixed: '#2ca02c', native: '#ff7f0e', nativeAlone: '#d62728', preStop: '#8c564b', oldest: '#17becf', burst: '#9467bd' };
+const COLORS = {
+  alone: '#1f77b4', mixed: '#2ca02c', native: '#ff7f0e', nativeAlone: '#d62728', preStop: '#8c564b', oldest: '#17becf', burst: '#9467bd',
+  // The same on several nodes: the one-node colour, lighter.
+  aloneNodes: '#aec7e8', nativeAloneNodes: '#ff9896', burstNodes: '#c5b0d5', nativeNodes: '#ffbb78',
+};
 
 function chart(r: Results, svgPath: string, pngPath: string): boolean {
   const latencySeries = (pick: (s: { mainToSidecarMs: number; createdToCompleteMs: number }) => number): Series[] => {
@@ -411,6 +517,12 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
       out.push({ label: 'native sidecar, mixed batches', color: COLORS.native, values: samples('native', 'mixed') });
     }
     if (r.latencyOldest) out.push({ label: `ours alone on ${r.latencyOldest.kubernetes}`, color: COLORS.oldest, values: r.latencyOldest.samples.map(pick) });
+    const n = r.latencyNodes;
+    if (n) {
+      const samples = (kind: Kind, batch: BatchKind) => n.samples.filter((s) => s.kind === kind && s.batch === batch).map(pick);
+      out.push({ label: `ours alone, ${n.nodes} nodes`, color: COLORS.aloneNodes, values: samples('ours', 'allOurs') });
+      out.push({ label: `native alone, ${n.nodes} nodes`, color: COLORS.nativeAloneNodes, values: samples('native', 'allNative') });
+    }
     return out.filter((s) => s.values.length > 0);
   };
   const stepsPanel = (title: string, sources: { label: string; color: string; steps: StepBreakdown | undefined }[], targets: boolean): BarPanel => ({
@@ -429,6 +541,8 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
   const burstOurs = burstOf(r, 'ours');
   const burstNative = burstOf(r, 'native');
   const runsOf = (k: { runs: number } | undefined) => (k && k.runs > 1 ? `, ${plural(k.runs, 'run')}` : '');
+  const bn = r.burstNodes;
+  const nodesSamples = (kind: Kind) => bn?.burst.runs.filter((run) => run.kind === kind).flatMap((run) => run.samplesMs) ?? [];
   const svg = renderChart(
     'sidecar-terminator benchmarks: latency distributions (empirical CDFs) and where the time goes',
     [
@@ -458,6 +572,12 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
         series: [
           { label: `sidecar-terminator${runsOf(burstOurs)} (${burstOurs?.missed ?? 0} > 30 s not drawn)`, color: COLORS.burst, values: burstOurs?.samplesMs ?? [] },
           { label: `native${runsOf(burstNative)} (${burstNative?.missed ?? 0} > 30 s not drawn)`, color: COLORS.native, values: burstNative?.samplesMs ?? [] },
+          ...(bn
+            ? [
+              { label: `ours, ${bn.nodes} nodes${runsOf(bn.burst.ours)} (${bn.burst.ours.missed} > 30 s not drawn)`, color: COLORS.burstNodes, values: nodesSamples('ours') },
+              { label: `native, ${bn.nodes} nodes${runsOf(bn.burst.native)} (${bn.burst.native.missed} > 30 s not drawn)`, color: COLORS.nativeNodes, values: nodesSamples('native') },
+            ]
+            : []),
         ],
       },
       {

@@ -4,7 +4,7 @@
 // FlowSchemas that give the agent's and the controller's ServiceAccounts flows of their own, so
 // kube-apiserver counts their requests separately (apiserver_flowcontrol_dispatched_requests_total).
 import type { V1Pod } from '@kubernetes/client-node';
-import { AGENT, CONTROLLER, NAMESPACE, agentPod, controllerLeader, deployProject } from '../e2e/support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, agentPod, agentPods, controllerLeader, deployProject } from '../e2e/support/deploy.ts';
 import { kubectl } from '../e2e/support/kubectl.ts';
 import type { Context } from './context.ts';
 import { sleep } from './context.ts';
@@ -15,6 +15,8 @@ export const CONTROLLER_FLOW = 'bench-sidecar-terminator-controller';
 
 export interface Deployed {
   agent: V1Pod;
+  /** Every node's agent, in the order of the cluster's nodes (the one agent on a one-node cluster). */
+  agents: V1Pod[];
   leader: V1Pod;
   args: { agent: string[]; controller: string[] };
 }
@@ -35,9 +37,20 @@ export async function deploy(ctx: Context): Promise<Deployed> {
   for (const [flow, sa] of [[AGENT_FLOW, AGENT], [CONTROLLER_FLOW, CONTROLLER]] as const) await flowSchema(ctx, flow, sa);
   const leader = await controllerLeader(90_000);
   const agent = await agentPod();
-  await waitReady(ctx, agent);
-  ctx.log(`deployed with the default flags (agent ${args.agent.join(' ')}; controller ${args.controller.join(' ')}); agent ${agent.metadata!.name}, leader ${leader.metadata!.name}`);
-  return { agent, leader, args };
+  const agents = await agentsByNode(ctx);
+  for (const a of agents) await waitReady(ctx, a);
+  ctx.log(`deployed with the default flags (agent ${args.agent.join(' ')}; controller ${args.controller.join(' ')}); agent ${agents.map((a) => a.metadata!.name).join(', ')}, leader ${leader.metadata!.name}`);
+  return { agent, agents, leader, args };
+}
+
+/** One agent on every node, in the nodes' order. */
+async function agentsByNode(ctx: Context): Promise<V1Pod[]> {
+  const pods = await agentPods();
+  return ctx.nodes.map((node) => {
+    const pod = pods.find((p) => p.spec?.nodeName === node);
+    if (!pod) throw new Error(`no agent Pod on node ${node}`);
+    return pod;
+  });
 }
 
 async function waitReady(ctx: Context, pod: V1Pod): Promise<void> {

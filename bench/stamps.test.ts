@@ -22,4 +22,11 @@ describe('which commit measured each part', () => {
   it('reads as one line, in the parts\' order, parts measured alike together', () => {
     assert.equal(stampsText({ soak: stamp('s'), latency: stamp('l'), scale: stamp('s') }), 'latency l (v1.37.2, containerd v2.4.2); scale, soak s (v1.37.2, containerd v2.4.2)');
   });
+
+  it('the parts on several nodes: kept like the others, their node count in the text', () => {
+    const nodes = { ...stamp('n'), nodes: 3 };
+    const stamps = partStamps(new Set(['latency']), stamp('new'), { measured: { latencyNodes: nodes, burstNodes: nodes }, partsRun: ['latency'] });
+    assert.deepEqual(stamps, { latency: stamp('new'), latencyNodes: nodes, burstNodes: nodes });
+    assert.equal(stampsText(stamps), 'latency new (v1.37.2, containerd v2.4.2); latencyNodes, burstNodes n (v1.37.2, containerd v2.4.2, 3 nodes)');
+  });
 });

@@ -1,7 +1,8 @@
 // Which commit, on which stack, measured each part of results.json: a run measures some parts and
 // keeps the others from the previous results, whose own stamps travel with them.
 
-export const PARTS = ['latency', 'burst', 'scale', 'soak'] as const;
+/** latencyNodes and burstNodes: parts 1 and 2 on a cluster of several nodes (a run of their own). */
+export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface PartStamp {
@@ -10,6 +11,8 @@ export interface PartStamp {
   at: string;
   kubernetes: string;
   runtime: string;
+  /** The cluster's nodes, when more than one. */
+  nodes?: number;
 }
 
 /** What is read of the previous results.json. */
@@ -42,13 +45,13 @@ export function partStamps(partsRun: ReadonlySet<string>, now: PartStamp, previo
   return stamps;
 }
 
-/** "latency ab6d3b6 (v1.37.2, containerd v2.4.2), scale, soak 51b0bff (...)": parts measured alike share one stamp. */
+/** "latency ab6d3b6 (v1.37.2, containerd v2.4.2), scale, soak 51b0bff (...), latencyNodes c0ffee1 (..., 3 nodes)": parts measured alike share one stamp. */
 export function stampsText(stamps: Partial<Record<Part, PartStamp>>): string {
   const groups = new Map<string, Part[]>();
   for (const part of PARTS) {
     const s = stamps[part];
     if (!s) continue;
-    const key = `${s.commit} (${s.kubernetes}, ${s.runtime})`;
+    const key = `${s.commit} (${s.kubernetes}, ${s.runtime}${s.nodes ? `, ${s.nodes} nodes` : ''})`;
     groups.set(key, [...(groups.get(key) ?? []), part]);
   }
   return [...groups].map(([key, parts]) => `${parts.join(', ')} ${key}`).join('; ');
