@@ -21,6 +21,7 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../api/container-recreate-request.ts';
+import { STOP_DRAIN_MS } from '../../agent/main.ts';
 import { apiAs, requestsPath, type Caller } from '../support/api-as.ts';
 import { clients, clusterEnv } from '../support/cluster.ts';
 import { AGENT, IMAGE, NAMESPACE, agentPods, controllerLeader, ctr, deployProject, killContainer, podMetric } from '../support/deploy.ts';
@@ -37,8 +38,6 @@ const nodes = clusterEnv().nodeNames;
 const LABEL = { node: 'crr.sidecar-terminator.dev/node-name', uid: 'crr.sidecar-terminator.dev/pod-uid', active: 'crr.sidecar-terminator.dev/active' };
 const POLICY_DENIAL = /may create and update requests only for Pods on its own node/;
 const QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
-/** How long a stopping agent waits for its stops under way (agent/main.ts STOP_DRAIN_MS). */
-const DRAIN_BOUND_SECONDS = 20;
 let namespace: string;
 
 /** Each node's agent Pod, by node name (`on`: the nodes that have one; default all). */
@@ -256,7 +255,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
       // Held up by the rollout at most by the drain bound (an agent replaced mid-stop resumes it).
       const mainEnd = finishedAt(pod, 'main')!.getTime();
       const jobEnd = new Date(jobCondition(done, 'Complete')!.lastTransitionTime!).getTime();
-      assert.ok(jobEnd - mainEnd <= (hookSeconds + DRAIN_BOUND_SECONDS + 15) * 1000, `${job}: Complete ${jobEnd - mainEnd} ms after its main`);
+      assert.ok(jobEnd - mainEnd <= hookSeconds * 1000 + STOP_DRAIN_MS + 15_000, `${job}: Complete ${jobEnd - mainEnd} ms after its main`);
     }
     console.log(`# rollout across ${nodes.length} nodes in ${rolloutEndMs - rolloutStartMs} ms; mains that ended during it: ${during.join(', ') || 'none'}`);
     assert.ok(during.length > 0, 'some stops were under way during the rollout');
