@@ -136,13 +136,14 @@ export async function deployProject(): Promise<void> {
  * still acts, as leader, until kubelet has stopped it.
  */
 export async function noControllerLeft(timeoutMs = 90_000): Promise<void> {
-  await waitFor(async () => (await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/component=controller' })).items.length === 0,
+  await waitFor(async () => (await podsOf('controller', { terminating: true })).length === 0,
     { description: 'no controller Pod left, terminating ones included', timeoutMs });
 }
 
-async function podsOf(component: 'agent' | 'controller'): Promise<V1Pod[]> {
+/** A component's Pods; those being deleted only with `terminating`. */
+async function podsOf(component: 'agent' | 'controller', { terminating = false } = {}): Promise<V1Pod[]> {
   const list = await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/component=${component}` });
-  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
+  return terminating ? list.items : list.items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
 export async function agentPod(): Promise<V1Pod> {
