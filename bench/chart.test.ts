@@ -40,6 +40,20 @@ describe('the chart', () => {
     assert.ok(!svg.includes('NaN'));
   });
 
+  it('draws lines with gaps where a value is missing, the marks and the band, and says "no data" without values', () => {
+    const line = {
+      title: 'memory', xLabel: 'minutes', yLabel: 'MiB',
+      lines: [{ label: 'agent RSS', color: '#111', points: [[0, 70], [1, null], [2, 72], [3, 73]] as [number, number | null][] }],
+      marks: [{ at: 1, label: 'agent restarted' }],
+      band: { from: 2, to: 3, label: 'measured' },
+    };
+    const svg = renderChart('t', [line], 's');
+    assert.equal((svg.match(/M[\d.]+,[\d.]+/g) ?? []).length, 2, 'two subpaths around the gap');
+    assert.ok(svg.includes('agent restarted') && svg.includes('measured') && svg.includes('agent RSS'));
+    assert.ok(!svg.includes('NaN'));
+    assert.ok(renderChart('t', [{ ...line, lines: [{ ...line.lines[0]!, points: [[0, null]] }] }], 's').includes('no data'));
+  });
+
   it('the subtitle: one line while it fits, else cut at its "; " into lines that fit', () => {
     assert.deepEqual(wrapAt('a; b; c', 10), ['a; b; c']);
     assert.deepEqual(wrapAt('2 CPUs; measured by: latency x; burst y', 22), ['2 CPUs', 'measured by: latency x', 'burst y']);

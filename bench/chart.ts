@@ -1,5 +1,5 @@
-// The latency distributions as empirical CDFs, and the per-step breakdowns as bars, in one SVG,
-// turned into a PNG with rsvg-convert (librsvg2-bin, installed by scripts/setup.sh).
+// The latency distributions as empirical CDFs, the per-step breakdowns as bars, and memory over time
+// as lines, in one SVG, turned into a PNG with rsvg-convert (librsvg2-bin, installed by scripts/setup.sh).
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { bootstrapInterval, percentile } from './stats.ts';
@@ -38,7 +38,18 @@ export interface BarPanel {
   empty: string;
 }
 
-export type Panel = CdfPanel | BarPanel;
+/** Values over time as lines (a null leaves a gap), with vertical marks for what happened when. */
+export interface LinePanel {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  lines: { label: string; color: string; dashed?: boolean; points: [number, number | null][] }[];
+  marks?: Target[];
+  /** A shaded stretch of x, e.g. the measured window. */
+  band?: { from: number; to: number; label: string };
+}
+
+export type Panel = CdfPanel | BarPanel | LinePanel;
 
 const W = 1400;
 const PANEL_W = 640;
@@ -200,7 +211,55 @@ function barPanel(x0: number, y0: number, p: BarPanel): string {
   return parts.join('\n');
 }
 
-/** The panels two to a row. */
+function linePanel(x0: number, y0: number, p: LinePanel): string {
+  const { px, py, plotW, plotH, title } = plotArea(x0, y0, 70, 40, p.title);
+  const parts: string[] = [title];
+  const xs = p.lines.flatMap((l) => l.points.map(([x]) => x));
+  const ys = p.lines.flatMap((l) => l.points.flatMap(([, y]) => (y === null ? [] : [y])));
+  if (ys.length === 0) {
+    parts.push(`<text x="${px + 20}" y="${py + 40}" font-size="14">no data</text>`);
+    return parts.join('\n');
+  }
+  const [xlo, xhi] = [Math.min(...xs), Math.max(...xs) || 1];
+  const [ylo, yhi] = [0, Math.max(...ys) * 1.15];
+  const sx = (v: number) => px + ((v - xlo) / (xhi - xlo || 1)) * plotW;
+  const sy = (v: number) => py + plotH - ((v - ylo) / (yhi - ylo)) * plotH;
+  parts.push(`<rect x="${px}" y="${py}" width="${plotW}" height="${plotH}" fill="#fafafa" stroke="#999"/>`);
+  if (p.band) {
+    parts.push(`<rect x="${sx(p.band.from)}" y="${py}" width="${sx(p.band.to) - sx(p.band.from)}" height="${plotH}" fill="#e8f0e0"/>`);
+    parts.push(`<text x="${sx(p.band.from) + 4}" y="${py + plotH - 6}" font-size="11" fill="#486">${esc(p.band.label)}</text>`);
+  }
+  for (const t of niceTicks(xlo, xhi)) {
+    parts.push(`<line x1="${sx(t)}" y1="${py}" x2="${sx(t)}" y2="${py + plotH}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${sx(t)}" y="${py + plotH + 18}" font-size="12" text-anchor="middle">${fmt(t)}</text>`);
+  }
+  for (const t of niceTicks(ylo, yhi, 5)) {
+    parts.push(`<line x1="${px}" y1="${sy(t)}" x2="${px + plotW}" y2="${sy(t)}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${px - 6}" y="${sy(t) + 4}" font-size="12" text-anchor="end">${fmt(t)}</text>`);
+  }
+  parts.push(`<text x="${px + plotW / 2}" y="${py + plotH + 40}" font-size="13" text-anchor="middle">${esc(p.xLabel)}</text>`);
+  parts.push(`<text x="${x0 + 16}" y="${py + plotH / 2}" font-size="13" text-anchor="middle" transform="rotate(-90 ${x0 + 16} ${py + plotH / 2})">${esc(p.yLabel)}</text>`);
+  (p.marks ?? []).forEach((m, i) => {
+    parts.push(`<line x1="${sx(m.at)}" y1="${py}" x2="${sx(m.at)}" y2="${py + plotH}" stroke="#c00" stroke-dasharray="6,4"/>`);
+    parts.push(`<text x="${sx(m.at) + 4}" y="${py + 14 + i * 15}" font-size="11" fill="#c00">${esc(m.label)}</text>`);
+  });
+  p.lines.forEach((l, i) => {
+    // A new subpath after each gap.
+    let pen = 'M';
+    const d = l.points.map(([x, y]) => {
+      if (y === null) { pen = 'M'; return ''; }
+      const step = `${pen}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`;
+      pen = 'L';
+      return step;
+    }).join(' ');
+    parts.push(`<path d="${d}" fill="none" stroke="${l.color}" stroke-width="1.8"${l.dashed ? ' stroke-dasharray="5,3"' : ''}/>`);
+    const ly = py + 16 + i * 16;
+    parts.push(`<rect x="${px + plotW - 300}" y="${ly - 8}" width="14" height="4" fill="${l.color}"/>`);
+    parts.push(`<text x="${px + plotW - 280}" y="${ly - 2}" font-size="12">${esc(l.label)}</text>`);
+  });
+  return parts.join('\n');
+}
+
 /** Text cut into lines of at most `max` characters at its "; " (a longer piece keeps a line of its own). */
 export function wrapAt(text: string, max: number): string[] {
   const lines: string[] = [];
@@ -220,7 +279,8 @@ export function renderChart(title: string, panels: Panel[], subtitle: string): s
   const drawn = panels.map((p, i) => {
     const x = i % 2 === 0 ? 30 : 730;
     const y = 70 + Math.floor(i / 2) * ROW_H;
-    return 'rows' in p ? barPanel(x, y, p) : cdfPanel(x, y, p);
+    if ('rows' in p) return barPanel(x, y, p);
+    return 'lines' in p ? linePanel(x, y, p) : cdfPanel(x, y, p);
   });
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="DejaVu Sans, sans-serif">

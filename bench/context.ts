@@ -187,12 +187,15 @@ export function procStats(pid: number): { rssBytes: number; rssAnonBytes: number
   return { rssBytes: kb('VmRSS') * 1024, rssAnonBytes: kb('RssAnon') * 1024, rssFileBytes: kb('RssFile') * 1024, cpuSeconds: ticks / CLK_TCK };
 }
 
+export interface RssSample { tMs: number; rssBytes: number; rssAnonBytes: number; rssFileBytes: number }
+
 /** Samples a process' RSS every `intervalMs` in the background; stop() returns the samples. */
-export function sampleRss(pid: number, intervalMs = 500): { stop: () => { tMs: number; rssBytes: number }[] } {
-  const samples: { tMs: number; rssBytes: number }[] = [];
+export function sampleRss(pid: number, intervalMs = 500): { stop: () => RssSample[] } {
+  const samples: RssSample[] = [];
   const take = () => {
     try {
-      samples.push({ tMs: Date.now(), rssBytes: procStats(pid).rssBytes });
+      const { rssBytes, rssAnonBytes, rssFileBytes } = procStats(pid);
+      samples.push({ tMs: Date.now(), rssBytes, rssAnonBytes, rssFileBytes });
     } catch {
       // The process is gone (a restart): the gap shows in the samples.
     }

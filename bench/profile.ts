@@ -1,10 +1,12 @@
 // CPU profile of a deployed component's Node process, for finding where the time goes (not part of
 // `npm run bench`). The process' inspector is switched on with SIGUSR1 (it listens on 127.0.0.1:9229
 // inside the Pod's network namespace), and this script, run inside that namespace, drives the
-// V8 profiler over the DevTools protocol. Usage, with the e2e cluster up, as root:
+// V8 profiler over the DevTools protocol, then switches the inspector off again (inspector.ts).
+// Usage, with the e2e cluster up, as root:
 //   nsenter --net=/proc/<pid>/ns/net node bench/profile.ts <pid> <seconds> <out.cpuprofile>
 //   node bench/profile.ts --summary <file.cpuprofile>     (self time by function and by file)
 import { readFileSync, writeFileSync } from 'node:fs';
+import { openInspector } from './inspector.ts';
 
 interface ProfileNode {
   id: number;
@@ -15,36 +17,14 @@ interface ProfileNode {
 interface Profile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
 async function record(pid: number, seconds: number, out: string): Promise<void> {
-  process.kill(pid, 'SIGUSR1');
-  let target: { webSocketDebuggerUrl: string } | undefined;
-  for (let i = 0; i < 50 && !target; i++) {
-    try {
-      target = ((await (await fetch('http://127.0.0.1:9229/json/list')).json()) as { webSocketDebuggerUrl: string }[])[0];
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  if (!target) throw new Error('inspector did not come up');
-  const ws = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
-  let id = 0;
-  const pending = new Map<number, (v: unknown) => void>();
-  ws.onmessage = (m) => {
-    const msg = JSON.parse(String(m.data)) as { id?: number; result?: unknown };
-    if (msg.id !== undefined) pending.get(msg.id)?.(msg.result);
-  };
-  const call = (method: string, params: object = {}) => new Promise<unknown>((resolve) => {
-    const n = ++id;
-    pending.set(n, resolve);
-    ws.send(JSON.stringify({ id: n, method, params }));
-  });
+  const { call, close } = await openInspector(pid);
   await call('Profiler.enable');
   await call('Profiler.setSamplingInterval', { interval: 500 });
   await call('Profiler.start');
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const { profile } = (await call('Profiler.stop')) as { profile: Profile };
   writeFileSync(out, JSON.stringify(profile));
-  ws.close();
+  await close();
   console.log(`wrote ${out}`);
   summary(profile);
 }

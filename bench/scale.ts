@@ -5,20 +5,30 @@
 // terminated with exit code 0. The controller's leader must then create a ContainerRecreateRequest
 // for each; a watch on the requests times their arrival. Nothing carries those requests out (no
 // agent on those nodes): the controller would complete them after its 60 s agent pickup timeout
-// and retry, so the finishing wave is kept shorter than that.
+// and retry, so the finishing wave is kept shorter than that. Beside them are Pods without the sidecar
+// mark, as a real cluster has (Job Pods without sidecars and long-running Pods): they must cost little
+// and never get a request. After the wave comes the recovery: the wave's Pods finish (Succeeded, as
+// kubelet would report once their sidecars stopped), the controller completes their requests, and
+// its memory settles; a heap snapshot then shows what it is made of.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { GROUP, LABEL_POD_UID, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { BUSYBOX } from '../e2e/support/jobs.ts';
 import type { Context } from './context.ts';
-import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNamespace, sampleRss, scrapeUrl, sleep } from './context.ts';
+import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNamespace, procStats, sampleRss, scrapeUrl, sleep } from './context.ts';
 import { ApiError, Kube, pool, retrying } from './kube.ts';
 import { CONTROLLER_FLOW } from './setup.ts';
-import type { HistogramBounds, Summary } from './stats.ts';
+import type { HistogramBounds, Sample, Summary } from './stats.ts';
 import { MB, histogramBounds, metricSum, percentile, summarize } from './stats.ts';
+import type { HeapSummary } from './heap.ts';
+import { heapSnapshot } from './heap.ts';
 
 export interface ScaleOptions {
   pods: number;
+  /** Pods without the sidecar mark beside them. */
+  unmarked: number;
   nodes: number;
   /** Target finishing rate (Pods per second) and how long the wave lasts. */
   rate: number;
@@ -29,6 +39,9 @@ export interface ScaleResult {
   method: string;
   options: ScaleOptions;
   podsInApi: number;
+  unmarkedPodsInApi: number;
+  /** Requests for unmarked Pods (must be 0). */
+  requestsForUnmarked: number;
   /** The kubelet-less Nodes still Ready at the end of the drain (their Pods were never evicted). */
   nodesReadyAtEnd: number;
   createSeconds: number;
@@ -74,6 +87,12 @@ export interface ScaleResult {
     cpuSecondsDuringWave: number;
     waveAndDrainSeconds: number;
     rssTimeline: { tSeconds: number; rssMB: number; phase: string }[];
+    /** RSS split into anonymous memory and file pages, and V8's heap, at rest, at the peak and after the recovery. */
+    composition: Record<'atRest' | 'peak' | 'recovered', { rssMB: number; rssAnonMB: number; rssFileMB: number; heapUsedMB: number }>;
+    /** Wave Pods Succeeded → requests completed by the controller; the recovery's length. */
+    recovery: { podsFinished: number; requestsCompleted: number; seconds: number; completedHow: Record<string, number> };
+    /** What the leader's heap holds after the recovery, with every Pod still in the API. */
+    heap?: HeapSummary | { error: string };
   };
   cleanupSeconds: number;
 }
@@ -82,6 +101,8 @@ const NODE_PREFIX = 'bench-kubeletless';
 /** How long after the last status write the requests may still come (the controller's agent pickup timeout is 60 s). */
 const DRAIN_MS = 40_000;
 const FAKE_LABEL = 'sidecar-terminator.bench/kubeletless';
+/** How long the leader rests after the recovery before its memory is read. */
+const RECOVERY_REST_MS = 30_000;
 
 const microTime = () => new Date().toISOString().replace('Z', '000Z');
 const hex = (n: number, seed: number) => (seed.toString(16).padStart(8, '0') + 'c0ffee'.repeat(11)).slice(0, n);
@@ -109,6 +130,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
   const namespace = await createNamespace(ctx, 'bench-scale');
   const nodes = Array.from({ length: o.nodes }, (_, i) => `${NODE_PREFIX}-${String(i).padStart(2, '0')}`);
   const names = Array.from({ length: o.pods }, (_, i) => `job-pod-${String(i).padStart(5, '0')}`);
+  const others = Array.from({ length: o.unmarked }, (_, i) => `other-pod-${String(i).padStart(5, '0')}`);
   const leaderPid = target.pid;
   const scrapeLeader = () => scrapeUrl(target.metricsUrl);
   const phaseMarks: { tMs: number; phase: string }[] = [];
@@ -165,6 +187,12 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     });
     const createSeconds = (Date.now() - t) / 1000;
     mark(`${o.pods} Pods created in ${createSeconds.toFixed(0)} s`);
+    const otherUids = new Set<string>();
+    await pool(others, 64, async (name, i) => {
+      const pod = await retrying(() => kube.request<V1Pod>('POST', `/api/v1/namespaces/${namespace}/pods`, unmarkedPod(name, i, nodes[i % nodes.length]!)));
+      otherUids.add(pod.metadata!.uid!);
+    });
+    mark(`${o.unmarked} unmarked Pods created`);
 
     // ---- All Running: main and sidecar running (what kubelet would report).
     const started = new Date(Date.now() - 5000).toISOString();
@@ -183,6 +211,11 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
         status: { phase: 'Running', startTime: started, containerStatuses: [running(i), proxy(i)] },
       }, 'application/merge-patch+json'));
     });
+    await pool(others, 64, async (name, i) => {
+      await retrying(() => kube.request('PATCH', statusPath(name), {
+        status: { phase: 'Running', startTime: started, containerStatuses: unmarkedPod(name, i, '').spec!.containers.map((c, k) => ({ ...running(i), name: c.name, containerID: `containerd://${hex(64, 1_000_000 + i * 2 + k)}` })) },
+      }, 'application/merge-patch+json'));
+    });
     const runningSeconds = (Date.now() - t) / 1000;
     mark(`${o.pods} Pods Running in ${runningSeconds.toFixed(0)} s`);
 
@@ -195,13 +228,24 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       await sleep(3000);
     }
     const m1 = await scrapeLeader();
+    const atRest = procStats(leaderPid);
     mark('settled with all Pods Running');
 
     // ---- The wave: mains finish at `rate` per second; every finish should bring a request.
     const seen = new Map<string, number>(); // pod uid → ADDED received
+    const completed = new Set<string>(); // pod uids whose request the controller completed
+    const completedHow = new Map<string, number>(); // the completed requests' messages
+    let requestsForUnmarked = 0;
     const watch = await kube.watch<ContainerRecreateRequest>(`/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}?watch=1`, (e, at) => {
       const uid = e.object.metadata?.labels?.[LABEL_POD_UID];
-      if (e.type === 'ADDED' && uid && !seen.has(uid)) seen.set(uid, at);
+      if (!uid) return;
+      if (e.type === 'ADDED' && otherUids.has(uid)) requestsForUnmarked++;
+      if (e.type === 'ADDED' && !seen.has(uid)) seen.set(uid, at);
+      if (e.object.status?.phase === 'Completed' && !completed.has(uid)) {
+        completed.add(uid);
+        const how = (e.object.status.message ?? '').replace(/\b(Pod|node) \S+/g, '$1 <name>').slice(0, 120);
+        completedHow.set(how, (completedHow.get(how) ?? 0) + 1);
+      }
     });
     const count = Math.min(o.pods, Math.round(o.rate * o.waveSeconds));
     const wave = names.slice(0, count);
@@ -232,16 +276,40 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     mark(`wave sent in ${((waveEnd - waveStart) / 1000).toFixed(1)} s (${achievedRate.toFixed(0)}/s); draining`);
     const drainDeadline = Date.now() + DRAIN_MS;
     while (seen.size < count && Date.now() < drainDeadline) await sleep(250);
-    watch.stop();
-    const benchWatchRestarts = watch.restarts();
     const s1 = await apiserverMetrics(ctx);
     const m3 = await scrapeLeader();
     const m3At = Date.now();
+    const seenAtDrain = new Map(seen);
+    const drainedSeen = seenAtDrain.size;
+    mark(`drained: ${drainedSeen}/${count} requests seen`);
     const nodeList = await kube.get<{ items: { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } }[] }>(`/api/v1/nodes?labelSelector=${FAKE_LABEL}%3Dtrue`);
     const holder = (await kube.get<{ spec?: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/sidecar-terminator/leases/sidecar-terminator-controller`)).spec?.holderIdentity ?? '';
     const leaderChangedTo = holder.startsWith(target.identityPrefix) ? undefined : holder;
     const nodesReady = nodeList.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-    mark(`drained: ${seen.size}/${count} requests seen`);
+
+    // ---- Recovery: the wave's Pods finish (sidecar stopped, phase Succeeded) and the controller completes their requests.
+    const recoveryStart = Date.now();
+    await pool(wave, 64, async (name, i) => {
+      const finishedAt = new Date().toISOString();
+      const done = (c: { name: string; containerID: string }) => ({ ...c, ready: false, started: false, restartCount: 0, image: BUSYBOX, imageID: '', state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt } } });
+      await retrying(() => kube.request('PATCH', statusPath(name), {
+        status: { phase: 'Succeeded', containerStatuses: [done(running(i)), done(proxy(i))] },
+      }, 'application/merge-patch+json'));
+    });
+    const waveUids = new Set(wave.map((n) => uids.get(n)!));
+    const completedOfWave = () => [...completed].filter((u) => waveUids.has(u)).length;
+    mark(`recovery: ${count} wave Pods Succeeded`);
+    // No agent runs on these Nodes: the controller completes the requests when their 60 s pickup timeout passes.
+    for (let i = 0; i < 960 && completedOfWave() < drainedSeen; i++) await sleep(250);
+    const recovery = { podsFinished: count, requestsCompleted: completedOfWave(), seconds: Math.round((Date.now() - recoveryStart) / 1000), completedHow: Object.fromEntries(completedHow) };
+    mark(`recovered: ${recovery.requestsCompleted} requests completed in ${recovery.seconds} s; at rest`);
+    await sleep(RECOVERY_REST_MS);
+    watch.stop();
+    const benchWatchRestarts = watch.restarts();
+    const m4 = await scrapeLeader();
+    const recovered = procStats(leaderPid);
+    const heap = await heapSnapshot(leaderPid, join(tmpdir(), `sidecar-terminator-scale-leader-${Date.now()}.heapsnapshot`))
+      .catch((err: unknown) => ({ error: `heap snapshot failed: ${String(err)}` }));
 
     // ---- Figures.
     const lat: number[] = [];
@@ -258,7 +326,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       bucket(s).finished++;
       const a = answered.get(uid);
       if (a !== undefined) writes.push(a - s);
-      const r = seen.get(uid);
+      const r = seenAtDrain.get(uid);
       if (r === undefined) continue;
       lat.push(r - s);
       if (a !== undefined) latResp.push(r - a);
@@ -270,7 +338,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       p50Ms: Math.round(percentile(b.lat, 50)), p99Ms: Math.round(percentile(b.lat, 99)),
     }));
     const latency = summarize(lat);
-    const missing = count - seen.size;
+    const missing = count - drainedSeen;
     const early = timeline.filter((b) => b.second < 10 && b.finished > 0);
     const late = timeline.filter((b) => b.second >= o.waveSeconds - 10 && b.finished > 0);
     const p99Early = Math.max(...early.map((b) => b.p99Ms));
@@ -287,27 +355,32 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     const requests = metricSum(s1, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW }) -
       metricSum(s0, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW });
     const rssSamples = rss.stop();
+    const peak = rssSamples.reduce((a, b) => (b.rssBytes > a.rssBytes ? b : a), rssSamples[0] ?? { ...recovered, tMs: 0 });
     const phaseAt = (tMs: number) => [...phaseMarks].reverse().find((p) => p.tMs <= tMs)?.phase ?? 'baseline';
     const tStart = rssSamples[0]?.tMs ?? Date.now();
 
     result = {
       method: `${o.nodes} Node objects with no kubelet (Ready, Leases renewed by the benchmark, tainted NoSchedule); ${o.pods} Pods bound to them ` +
-        '(restartPolicy Never, a main and a sidecar marked ' + `${SIDECAR_MARK.name}=true), created through the API; their status written through ` +
-        'pods/status: first Running (both containers running), then, at a fixed rate, the main terminated with exit code 0. Latency: the status ' +
+        '(restartPolicy Never, a main and a sidecar marked ' + `${SIDECAR_MARK.name}=true), created through the API, and beside them ${o.unmarked} Pods ` +
+        'without the mark (half Job Pods with one container, half long-running Pods with an unmarked proxy); their status written through ' +
+        'pods/status: first Running (all containers running), then, at a fixed rate, the main terminated with exit code 0; after the drain the ' +
+        'wave\'s Pods Succeeded (the recovery: the controller completes their requests), then 30 s at rest and a heap snapshot. Latency: the status ' +
         'write sent (benchmark clock) → the ContainerRecreateRequest\'s ADDED event received on a watch of the namespace. Controller RSS: ' +
         'VmRSS of the leader\'s process from /proc every 500 ms, and process_resident_memory_bytes from its /metrics at the marks. Flags: defaults ' +
         '(resync 60 s, 32 workers; V8 --max-semi-space-size=4 as the Deployment runs it). Its API requests: apiserver_flowcontrol_dispatched_requests_total of a FlowSchema matching only its ServiceAccount.',
       options: o,
       podsInApi: uids.size,
+      unmarkedPodsInApi: otherUids.size,
+      requestsForUnmarked,
       nodesReadyAtEnd: nodesReady,
       createSeconds: Math.round(createSeconds),
       createRate: Math.round(uids.size / createSeconds),
       runningSeconds: Math.round(runningSeconds),
       finished: count,
       achievedRate: Math.round(achievedRate),
-      requestsSeen: seen.size,
+      requestsSeen: drainedSeen,
       missing,
-      drainSeconds: seen.size ? Math.round((Math.max(...seen.values()) - waveEnd) / 100) / 10 : NaN,
+      drainSeconds: drainedSeen ? Math.round((Math.max(...seenAtDrain.values()) - waveEnd) / 100) / 10 : NaN,
       latencyMs: latency,
       latencyQuantilesMs: Array.from({ length: 1001 }, (_, i) => Math.round(percentile(lat, i / 10))),
       latencyFromResponseMs: summarize(latResp),
@@ -333,6 +406,13 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
         waveAndDrainSeconds: Math.round((m3At - m2At) / 1000),
         decisionsDuringWave: metricSum(m3, 'sidecar_terminator_controller_decisions_total') - metricSum(m2, 'sidecar_terminator_controller_decisions_total'),
         rssTimeline: rssSamples.filter((_, i) => i % 4 === 0).map((s) => ({ tSeconds: Math.round((s.tMs - tStart) / 1000), rssMB: mb(s.rssBytes), phase: phaseAt(s.tMs) })),
+        composition: {
+          atRest: composition(atRest, m1),
+          peak: composition(peak, m3),
+          recovered: composition(recovered, m4),
+        },
+        recovery,
+        heap,
       },
       cleanupSeconds: 0,
     };
@@ -341,7 +421,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     rss.stop();
     ctx.log('scale: cleaning up (Pods force-deleted per Node, then the Nodes, Leases and namespace)');
     const t0 = Date.now();
-    await cleanup(ctx, kube, namespace, nodes, names).catch((err: unknown) => ctx.log(`scale: cleanup problem: ${String(err)}`));
+    await cleanup(ctx, kube, namespace, nodes, [...names, ...others]).catch((err: unknown) => ctx.log(`scale: cleanup problem: ${String(err)}`));
     const cleanupSeconds = Math.round((Date.now() - t0) / 1000);
     ctx.log(`scale: cleaned up in ${cleanupSeconds} s`);
     kube.close();
@@ -373,3 +453,27 @@ async function cleanup(ctx: Context, kube: Kube, namespace: string, nodes: strin
 }
 
 const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;
+
+/** RSS from /proc beside V8's heap from the same moment's /metrics (for the peak: the drain's end, where it peaks). */
+function composition(p: { rssBytes: number; rssAnonBytes: number; rssFileBytes: number }, metrics: Sample[]) {
+  return { rssMB: mb(p.rssBytes), rssAnonMB: mb(p.rssAnonBytes), rssFileMB: mb(p.rssFileBytes), heapUsedMB: mb(metricSum(metrics, 'nodejs_heap_size_used_bytes')) };
+}
+
+/**
+ * A Pod without the sidecar mark: every other one a Job's Pod without sidecars, the rest a
+ * long-running Pod with an injected proxy that is not marked (a Deployment's, say).
+ */
+function unmarkedPod(name: string, i: number, nodeName: string): V1Pod {
+  const jobLike = i % 2 === 0;
+  return {
+    metadata: { name, labels: jobLike ? { 'batch.kubernetes.io/job-name': `other-${i}`, 'job-name': `other-${i}` } : { app: 'bench-other' } },
+    spec: {
+      nodeName,
+      restartPolicy: jobLike ? 'Never' : 'Always',
+      terminationGracePeriodSeconds: 30,
+      containers: jobLike
+        ? [{ name: 'main', image: BUSYBOX, command: ['sh', '-c', 'sleep 30'] }]
+        : [{ name: 'web', image: BUSYBOX, command: ['sh', '-c', 'while true; do sleep 1; done'] }, { name: 'proxy', image: BUSYBOX, command: ['sh', '-c', 'while true; do sleep 1; done'] }],
+    },
+  };
+}
