@@ -1,7 +1,8 @@
 // Part 4: the controller at scale. 20,000 Pods in the API, bound to Nodes that have no kubelet (Node
 // objects the benchmark creates and keeps alive through their Leases, tainted NoSchedule so nothing
-// else lands there). The benchmark plays kubelet for them: it writes their status through the
-// pods/status subresource, first Running (main and sidecar running), then, at a fixed rate, main
+// else lands there, each with an agent Pod the benchmark reports running). The benchmark plays
+// kubelet for them: it writes their status through the pods/status subresource, first Running
+// (main and sidecar running), then, at a fixed rate, main
 // terminated with exit code 0. The controller's leader must then create a ContainerRecreateRequest
 // for each; a watch on the requests times their arrival. Nothing carries those requests out (no
 // agent on those nodes): the controller would complete them after its 60 s agent pickup timeout
@@ -15,6 +16,8 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { GROUP, LABEL_POD_UID, PLURAL, VERSION } from '../api/container-recreate-request.ts';
+import { DEFAULT_AGENT_POD_SELECTOR } from '../crr/config.ts';
+import { NAMESPACE } from '../e2e/support/deploy.ts';
 import { BUSYBOX } from '../e2e/support/jobs.ts';
 import type { Context } from './context.ts';
 import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNamespace, procStats, sampleRss, scrapeUrl, sleep } from './context.ts';
@@ -158,6 +161,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       await kube.request('POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
         metadata: { name }, spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: microTime() },
       });
+      await runningAgent(kube, name);
     }
     renew = setInterval(() => {
       for (const name of nodes) {
@@ -360,7 +364,8 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     const tStart = rssSamples[0]?.tMs ?? Date.now();
 
     result = {
-      method: `${o.nodes} Node objects with no kubelet (Ready, Leases renewed by the benchmark, tainted NoSchedule); ${o.pods} Pods bound to them ` +
+      method: `${o.nodes} Node objects with no kubelet (Ready, Leases renewed by the benchmark, tainted NoSchedule, each with an agent Pod reported Running ` +
+        `so that the controller does not count them agentless); ${o.pods} Pods bound to them ` +
         '(restartPolicy Never, a main and a sidecar marked ' + `${SIDECAR_MARK.name}=true), created through the API, and beside them ${o.unmarked} Pods ` +
         'without the mark (half Job Pods with one container, half long-running Pods with an unmarked proxy); their status written through ' +
         'pods/status: first Running (all containers running), then, at a fixed rate, the main terminated with exit code 0; after the drain the ' +
@@ -431,6 +436,29 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
 }
 
 /**
+ * An agent Pod reported running on a kubelet-less Node: without one, the controller counts the Node
+ * as agentless after 120 s (--agentless-after-seconds) and creates no request for its Pods. Owned by
+ * the Node (so no DaemonSet adopts it, and it goes with the Node).
+ */
+async function runningAgent(kube: Kube, nodeName: string): Promise<void> {
+  const node = await kube.get<{ metadata: { uid: string } }>(`/api/v1/nodes/${nodeName}`);
+  const pod = await kube.request<V1Pod>('POST', `/api/v1/namespaces/${NAMESPACE}/pods`, {
+    metadata: {
+      name: `bench-agent-${nodeName}`,
+      labels: { ...labelsOf(DEFAULT_AGENT_POD_SELECTOR), [FAKE_LABEL]: 'true' },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata.uid, controller: true }],
+    },
+    spec: { nodeName, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'agent', image: BUSYBOX }] },
+  });
+  await kube.request('PATCH', `/api/v1/namespaces/${NAMESPACE}/pods/${pod.metadata!.name}/status`, {
+    status: { phase: 'Running', containerStatuses: [{ name: 'agent', ready: true, started: true, restartCount: 0, image: BUSYBOX, imageID: '', containerID: `containerd://${hex(64, 9_000_000)}`, state: { running: { startedAt: new Date().toISOString() } } }] },
+  }, 'application/merge-patch+json');
+}
+
+/** `a=b,c=d` as labels. */
+const labelsOf = (selector: string) => Object.fromEntries(selector.split(',').map((kv) => kv.split('=') as [string, string]));
+
+/**
  * Pods on kubelet-less Nodes never confirm a graceful deletion: each is deleted with grace period 0
  * (one request per Pod, many at once: a delete collection is carried out one Pod at a time), then the
  * Nodes, their Leases and the namespace.
@@ -445,6 +473,7 @@ async function cleanup(ctx: Context, kube: Kube, namespace: string, nodes: strin
     left = items.map((p) => p.metadata!.name!);
   }
   await pool(nodes, 8, async (node) => {
+    await kube.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/pods/bench-agent-${node}?gracePeriodSeconds=0`).catch(() => {});
     for (const path of [`/api/v1/nodes/${node}`, `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${node}`]) {
       await kube.request('DELETE', path).catch((err: unknown) => { if (!(err instanceof ApiError && err.status === 404)) throw err; });
     }
