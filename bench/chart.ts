@@ -243,6 +243,7 @@ function linePanel(x0: number, y0: number, p: LinePanel): string {
     parts.push(`<line x1="${sx(m.at)}" y1="${py}" x2="${sx(m.at)}" y2="${py + plotH}" stroke="#c00" stroke-dasharray="6,4"/>`);
     parts.push(`<text x="${sx(m.at) + 4}" y="${py + 14 + i * 15}" font-size="11" fill="#c00">${esc(m.label)}</text>`);
   });
+  const legend: string[] = [];
   p.lines.forEach((l, i) => {
     // A new subpath after each gap.
     let pen = 'M';
@@ -254,9 +255,11 @@ function linePanel(x0: number, y0: number, p: LinePanel): string {
     }).join(' ');
     parts.push(`<path d="${d}" fill="none" stroke="${l.color}" stroke-width="1.8"${l.dashed ? ' stroke-dasharray="5,3"' : ''}/>`);
     const ly = py + 16 + i * 16;
-    parts.push(`<rect x="${px + plotW - 300}" y="${ly - 8}" width="14" height="4" fill="${l.color}"/>`);
-    parts.push(`<text x="${px + plotW - 280}" y="${ly - 2}" font-size="12">${esc(l.label)}</text>`);
+    legend.push(`<rect x="${px + plotW - 220}" y="${ly - 8}" width="14" height="4" fill="${l.color}"/>`);
+    legend.push(`<text x="${px + plotW - 200}" y="${ly - 2}" font-size="12">${esc(l.label)}${l.dashed ? ' (dashed)' : ''}</text>`);
   });
+  // Over the lines, on a light backing that keeps it readable.
+  parts.push(`<rect x="${px + plotW - 224}" y="${py + 2}" width="222" height="${p.lines.length * 16 + 6}" fill="white" opacity="0.85"/>`, ...legend);
   return parts.join('\n');
 }
 

@@ -552,7 +552,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
   const bn = r.burstNodes;
   const nodesSamples = (kind: Kind) => bn?.burst.runs.filter((run) => run.kind === kind).flatMap((run) => run.samplesMs) ?? [];
   const svg = renderChart(
-    'sidecar-terminator benchmarks: latency distributions (empirical CDFs) and where the time goes',
+    'sidecar-terminator benchmarks: latency (empirical CDFs), where the time goes, memory over time',
     [
       {
         title: '1. main finished → sidecar finished',
