@@ -63,7 +63,7 @@ export interface FlatWindow {
   toMinute: number;
   /**
    * Median RSS of the stretch before the window: the heap snapshot at its opening raises RSS for
-   * good (the C library keeps what the snapshot allocated), so the window's levels are higher.
+   * good (the process keeps what the snapshot allocated; bench/README.md), so the window's levels are higher.
    */
   rssBeforeMiB: number;
   /** Medians of the window's first and last stretch (FLAT_STRETCH_MINUTES, or a quarter of a shorter window). */
