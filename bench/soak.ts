@@ -35,6 +35,7 @@ export type SoakKind = (typeof SOAK_KINDS)[number];
 const RETAIN_MINUTES = 10;
 const TTL_SECONDS = 60;
 const SAMPLE_EVERY_MS = 15_000;
+const SAMPLE_LOCATE_TIMEOUT_MS = 5_000;
 /** The share of the run at which the agent, then kube-apiserver, are restarted. */
 const AGENT_RESTART_AT = 0.1;
 const APISERVER_RESTART_AT = 0.2;
@@ -103,7 +104,8 @@ interface SoakJob {
 
 interface Sampled {
   part: 'agent' | 'controller';
-  locate: () => Promise<{ pod: V1Pod; metricsUrl: string }>;
+  /** The Pod to sample now, waiting at most `timeoutMs` for one. */
+  locate: (timeoutMs: number) => Promise<{ pod: V1Pod; metricsUrl: string }>;
   current?: { pod: string; pid: number; metricsUrl: string };
   points: { minute: number; rss: number | null; heap: number | null }[];
   processes: MemorySeries['processes'];
@@ -114,8 +116,8 @@ export async function runSoak(ctx: Context, o: SoakOptions): Promise<SoakResult>
   const namespace = await createNamespace(ctx, 'soak');
   const node = clusterEnv().nodeName;
   const sampled: Sampled[] = [
-    { part: 'agent', locate: () => locateAgent(node), points: [], processes: [], gaps: 0 },
-    { part: 'controller', locate: async () => { const pod = await controllerLeader(120_000); return { pod, metricsUrl: `http://${pod.status!.podIP}:9441/metrics` }; }, points: [], processes: [], gaps: 0 },
+    { part: 'agent', locate: (timeoutMs) => locateAgent(node, timeoutMs), points: [], processes: [], gaps: 0 },
+    { part: 'controller', locate: async (timeoutMs) => { const pod = await controllerLeader(timeoutMs); return { pod, metricsUrl: `http://${pod.status!.podIP}:9441/metrics` }; }, points: [], processes: [], gaps: 0 },
   ];
   const t0 = Date.now();
   const minuteNow = () => (Date.now() - t0) / 60_000;
@@ -256,26 +258,33 @@ async function reap(ctx: Context, namespace: string, jobs: Map<string, SoakJob>)
   return kept;
 }
 
-async function locateAgent(node: string): Promise<{ pod: V1Pod; metricsUrl: string }> {
+async function locateAgent(node: string, timeoutMs: number): Promise<{ pod: V1Pod; metricsUrl: string }> {
   let found: V1Pod | undefined;
   await waitUntil(async () => {
     found = (await agentPods()).find((p) => p.spec?.nodeName === node && p.status?.containerStatuses?.[0]?.state?.running && p.status.podIP);
     return found !== undefined;
-  }, 180_000, `a running agent Pod on ${node}`, 1000);
+  }, timeoutMs, `a running agent Pod on ${node}`, 1000);
   return { pod: found!, metricsUrl: `http://${found!.status!.podIP}:9440/metrics` };
 }
 
-/** One sample of a process: its RSS from /proc, its heap from /metrics; a process that is gone is looked up again. */
+/**
+ * One sample of a process: its RSS from /proc, its heap from /metrics. The process is looked up at
+ * every sample: a restarted agent is another process, and the lease may have moved to the other
+ * replica (a restarted leader's Pod is no longer the leader).
+ */
 async function sample(s: Sampled, minute: number): Promise<void> {
   let rss: number | null = null;
   let heap: number | null = null;
   try {
-    if (!s.current) {
-      const { pod, metricsUrl } = await s.locate();
-      const pid = containerPid(pod.status!.containerStatuses![0]!.containerID!);
-      s.current = { pod: pod.metadata!.name!, pid, metricsUrl };
+    // The API server may be down (its restart): the process known so far is kept.
+    const located = await s.locate(SAMPLE_LOCATE_TIMEOUT_MS).catch(() => undefined);
+    const containerID = located?.pod.status?.containerStatuses?.[0]?.containerID;
+    const pid = containerID ? containerPid(containerID) : undefined;
+    if (located && pid !== undefined && pid !== s.current?.pid) {
+      s.current = { pod: located.pod.metadata!.name!, pid, metricsUrl: located.metricsUrl };
       s.processes.push({ fromMinute: round1(minute), pod: s.current.pod, pid });
     }
+    if (!s.current) throw new Error(`no ${s.part} process found`);
     rss = procStats(s.current.pid).rssBytes / MB;
     heap = metricSum(await scrapeUrl(s.current.metricsUrl), 'nodejs_heap_size_used_bytes') / MB;
   } catch {
@@ -300,7 +309,7 @@ async function snapshotAll(ctx: Context, sampled: Sampled[], into: Map<string, H
 }
 
 async function restartAgent(ctx: Context, node: string): Promise<void> {
-  const { pod } = await locateAgent(node);
+  const { pod } = await locateAgent(node, 180_000);
   await ctx.kube.request('DELETE', `/api/v1/namespaces/${pod.metadata!.namespace}/pods/${pod.metadata!.name}`);
   await waitUntil(async () => (await agentPods()).some((p) => p.metadata!.name !== pod.metadata!.name && p.spec?.nodeName === node &&
     p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 180_000, 'the new agent Pod ready', 1000);
