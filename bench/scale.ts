@@ -312,6 +312,8 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     const benchWatchRestarts = watch.restarts();
     const m4 = await scrapeLeader();
     const recovered = procStats(leaderPid);
+    // Before the snapshot, which raises RSS for good (bench/README.md).
+    const rssSamples = rss.stop();
     const heap = await heapSnapshot(leaderPid, join(tmpdir(), `sidecar-terminator-scale-leader-${Date.now()}.heapsnapshot`))
       .catch((err: unknown) => ({ error: `heap snapshot failed: ${String(err)}` }));
 
@@ -358,7 +360,6 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
     const hist = histogramBounds(m2, m3, 'sidecar_terminator_controller_action_latency_seconds', { action: 'createRequest' });
     const requests = metricSum(s1, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW }) -
       metricSum(s0, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: CONTROLLER_FLOW });
-    const rssSamples = rss.stop();
     const peak = rssSamples.reduce((a, b) => (b.rssBytes > a.rssBytes ? b : a), rssSamples[0] ?? { ...recovered, tMs: 0 });
     const phaseAt = (tMs: number) => [...phaseMarks].reverse().find((p) => p.tMs <= tMs)?.phase ?? 'baseline';
     const tStart = rssSamples[0]?.tMs ?? Date.now();
