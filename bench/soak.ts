@@ -17,7 +17,7 @@ import type { Context } from './context.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, containerPid, createJob, createNamespace, deleteNamespace, jobBody, procStats, scrapeUrl, sleep, waitUntil } from './context.ts';
 import type { HeapDiff, HeapSummary } from './heap.ts';
 import { diffHeapSummaries, heapSnapshot } from './heap.ts';
-import { MB, metricSum } from './stats.ts';
+import { MB, metricSum, percentile } from './stats.ts';
 
 export interface SoakOptions {
   minutes: number;
@@ -377,7 +377,7 @@ export function flatWindow(points: readonly { minute: number; rss: number | null
   const first = inWindow.filter((p) => p.minute < fromMinute + stretch);
   const last = inWindow.filter((p) => p.minute > toMinute - stretch);
   const before = points.filter((p) => p.minute < fromMinute && p.minute >= fromMinute - stretch);
-  const med = (ps: typeof inWindow, key: 'rss' | 'heap') => median(ps.flatMap((p) => (p[key] === null ? [] : [p[key]!])));
+  const med = (ps: typeof inWindow, key: 'rss' | 'heap') => percentile(ps.flatMap((p) => (p[key] === null ? [] : [p[key]!])), 50);
   const growth = (a: number, b: number) => Math.round(((b - a) / a) * 1000) / 10;
   const rssFirst = med(first, 'rss');
   const rssLast = med(last, 'rss');
@@ -395,13 +395,6 @@ export function flatWindow(points: readonly { minute: number; rss: number | null
     heapGrowthPercent: growth(heapFirst, heapLast),
     rssSlopeMiBPerHour: round1(slope(inWindow.flatMap((p) => (p.rss === null ? [] : [[p.minute, p.rss] as [number, number]]))) * 60),
   };
-}
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 const round1 = (v: number) => Math.round(v * 10) / 10;
