@@ -1,8 +1,8 @@
 // Which commit, on which stack, measured each part of results.json: a run measures some parts and
 // keeps the others from the previous results, whose own stamps travel with them.
 
-/** latencyNodes and burstNodes: parts 1 and 2 on a cluster of several nodes (a run of their own). */
-export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes'] as const;
+/** latencyNodes, burstNodes and burstLargeNodes: parts 1 and 2 on a cluster of several nodes (a run of their own). */
+export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes', 'burstLargeNodes'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface PartStamp {
