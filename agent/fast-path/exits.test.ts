@@ -141,7 +141,7 @@ describe('ExitHandler', () => {
     assert.deepEqual((await h.answers()).map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
   });
 
-  it('labels read ahead: the answer is given before the create, from them and the announced exits, without a runtime call', async () => {
+  it('labels read ahead: the answer is made from them and the announced exits as the create returns, without a runtime call', async () => {
     const owner = { ...OWNER, container: 'proxy' };
     const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });
     h.exits.containerExited(h.runtime, 'main-id', 0);
@@ -149,6 +149,24 @@ describe('ExitHandler', () => {
     h.exits.stop();
     assert.deepEqual(h.runtimeCalls, []);
     assert.deepEqual(await h.answers(), [{ containerID: 'containerd://proxy-id', container: { id: 'proxy-id', state: 'running', startedAtNs: 0n, finishedAtNs: 0n, owner }, atMs: h.clock.nowMs }]);
+  });
+
+  it('labels read ahead and a slow create: the answer is as fresh as the create\'s return, with the exits announced meanwhile', async () => {
+    const owner = { ...OWNER, container: 'proxy' };
+    const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });
+    // The create takes 3 s by the agent's clock (a burst's), and the sidecar exits by itself meanwhile.
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      h.clock.nowMs += 3_000;
+      h.exits.containerExited(h.runtime, 'proxy-id', 0);
+      return create(...args);
+    }) as typeof create;
+    h.exits.containerExited(h.runtime, 'main-id', 0);
+    await h.exits.idle();
+    h.exits.stop();
+    assert.deepEqual(h.runtimeCalls, []);
+    const { createdAtMs } = h.handedOver[0]!.timing;
+    assert.deepEqual(await h.answers(), [{ containerID: 'containerd://proxy-id', container: { id: 'proxy-id', state: 'exited', exitCode: 0, startedAtNs: 0n, finishedAtNs: 0n, owner }, atMs: createdAtMs }]);
   });
 
   it('a runtime that fails to answer about the sidecar: no answer given (the reconciler asks again)', async () => {

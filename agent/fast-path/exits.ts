@@ -154,30 +154,47 @@ export class ExitHandler {
   }
 
   /**
-   * What the runtime says of each container the request targets, for its stop, without waiting:
-   * from the labels read ahead and the exits announced, else asked now, while the API server
-   * stores the request (the answer comes when it comes; the reconciler asks itself without it).
+   * The runtime's answers about the request's targets whose labels were not read ahead, for their
+   * stops: asked now, while the API server stores the request (an answer comes when it comes; the
+   * reconciler asks itself without it).
    */
-  private askAboutTargets(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): Map<ContainerID, Promise<RuntimeAnswer | undefined>> {
+  private askRuntimeAboutTargets(runtime: ContainerRuntime, request: ContainerRecreateRequest): Map<ContainerID, Promise<RuntimeAnswer | undefined>> {
     const answers = new Map<ContainerID, Promise<RuntimeAnswer | undefined>>();
-    for (const { statusContext } of request.spec.containers) {
-      const target = statusContext && this.deps.runtimes.forContainer(statusContext.containerID);
-      if (!target || !('runtime' in target) || target.runtime.idPrefix !== runtime.idPrefix) continue;
-      const { full, id } = target.container;
-      const owner = this.deps.ownerOf(full);
-      if (owner) {
-        const exitCode = exits.get(id);
-        const state = exitCode === undefined ? 'running' : 'exited';
-        const container = { id, state, ...(exitCode === undefined ? {} : { exitCode }), startedAtNs: 0n, finishedAtNs: 0n, owner } as const;
-        answers.set(full, Promise.resolve({ container, atMs: this.now() }));
-        continue;
-      }
+    for (const { full, id, owner } of this.targetsOn(runtime, request)) {
+      if (owner) continue;
       answers.set(full, runtime.status(id).then(
         (container) => (container ? { container, atMs: this.now() } : undefined),
         () => undefined, // the reconciler asks again, and reports the error
       ));
     }
     return answers;
+  }
+
+  /**
+   * The answers about the targets whose labels were read ahead, from them and the exits announced
+   * so far: made as the create returns, so that they are fresh for the stops (a burst's create
+   * can take seconds, and exits announced meanwhile count).
+   */
+  private answersFromLabels(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): Map<ContainerID, Promise<RuntimeAnswer>> {
+    const answers = new Map<ContainerID, Promise<RuntimeAnswer>>();
+    for (const { full, id, owner } of this.targetsOn(runtime, request)) {
+      if (!owner) continue;
+      const exitCode = exits.get(id);
+      const state = exitCode === undefined ? 'running' : 'exited';
+      const container = { id, state, ...(exitCode === undefined ? {} : { exitCode }), startedAtNs: 0n, finishedAtNs: 0n, owner } as const;
+      answers.set(full, Promise.resolve({ container, atMs: this.now() }));
+    }
+    return answers;
+  }
+
+  /** The request's targets on `runtime`, by the IDs their statusContext pins, with their labels when read ahead. */
+  private *targetsOn(runtime: ContainerRuntime, request: ContainerRecreateRequest): Generator<{ full: ContainerID; id: string; owner: ContainerOwner | undefined }> {
+    for (const { statusContext } of request.spec.containers) {
+      const target = statusContext && this.deps.runtimes.forContainer(statusContext.containerID);
+      if (!target || !('runtime' in target) || target.runtime.idPrefix !== runtime.idPrefix) continue;
+      const { full, id } = target.container;
+      yield { full, id, owner: this.deps.ownerOf(full) };
+    }
   }
 
   /**
@@ -218,11 +235,11 @@ export class ExitHandler {
     }
     let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
-    let answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
+    let asked: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
     // request not ours (our name taken, see isOwnRequest): decided again without that name.
     for (let tries = 0; decision && !created && tries < MAX_NAME_TRIES; tries++) {
-      if (tries === 0) answers = this.askAboutTargets(runtime, decision.request, exits);
+      if (tries === 0) asked = this.askRuntimeAboutTargets(runtime, decision.request);
       created = await this.deps.api.create(decision.request);
       if (created) break;
       const holder = await this.holderOf(decision.request, pod);
@@ -237,7 +254,7 @@ export class ExitHandler {
     const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
     this.deps.handOff({
       request: created,
-      answers,
+      answers: new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]),
       timing: {
         exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
         ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),

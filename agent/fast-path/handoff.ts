@@ -17,7 +17,8 @@ export interface Handoff {
   request: ContainerRecreateRequest;
   /**
    * By target: the runtime's answer, asked while the API server stored the request (pending while
-   * it comes; undefined when the runtime had no answer, and the reconciler asks itself).
+   * it comes; undefined when the runtime had no answer, and the reconciler asks itself), or made
+   * from the kubelet labels read ahead and the exits announced as the create returned.
    */
   answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>>;
   timing: CreatedOnExit;
