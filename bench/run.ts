@@ -597,7 +597,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
         { label: `ours${runsOf(burstOurs)}`, color: COLORS.burst, steps: burstOurs?.steps },
       ], false),
       {
-        title: `2. burst: ${r.burst?.jobs ?? 100} mains finishing at once${r.burstLargeNodes ? ` (and ${r.burstLargeNodes.burst.jobs} on ${r.burstLargeNodes.nodes} nodes)` : ''}, main → sidecar finished`,
+        title: `2. ${r.burst?.jobs ?? 100} mains at once${r.burstLargeNodes ? ` (${r.burstLargeNodes.burst.jobs} on ${r.burstLargeNodes.nodes} nodes)` : ''}: main → sidecar finished`,
         xLabel: 'ms (containerd finishedAt)',
         series: [
           { label: `sidecar-terminator${runsOf(burstOurs)} (${burstOurs?.missed ?? 0} > 30 s not drawn)`, color: COLORS.burst, values: burstOurs?.samplesMs ?? [] },

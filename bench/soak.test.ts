@@ -28,6 +28,13 @@ describe('soak: the measured window', () => {
     assert.equal(w.rssGrowthPercent, 10);
     assert.equal(w.heapFirstMiB, 20);
   });
+
+  it('takes the stretch before the window from the process the window opens on', () => {
+    // The leader moved at minute 16: the one before it ran at 425 MiB, the new one at 90.
+    const w = flatWindow(points((m) => (m < 16 ? 425 : m < 20 ? 90 : 150)), 20, 60, 16);
+    assert.equal(w.rssBeforeMiB, 90);
+    assert.equal(flatWindow(points((m) => (m < 16 ? 425 : m < 20 ? 90 : 150)), 20, 60).rssBeforeMiB, 425, 'without the process change');
+  });
 });
 
 describe('soak: the Jobs', () => {

@@ -365,18 +365,24 @@ function series(s: Sampled, fromMinute: number, toMinute: number, heaps: HeapSum
     endMiB: round1(rss.at(-1) ?? NaN),
     maxMiB: round1(Math.max(...rss)),
     gaps: s.gaps,
-    window: flatWindow(s.points, fromMinute, toMinute),
+    // The stretch before the window is the window's own process's: a restart or a Lease move before it starts another.
+    window: flatWindow(s.points, fromMinute, toMinute, Math.max(0, ...s.processes.filter((p) => p.fromMinute <= fromMinute).map((p) => p.fromMinute))),
     heapSnapshots: start && end ? { start, end, diff: diffHeapSummaries(start, end) } : { error: `${heaps?.length ?? 0} of 2 heap snapshots taken (see the log)` },
   };
 }
 
-/** The window's figures: medians of its first and last stretch, their growth, and the RSS slope. */
-export function flatWindow(points: readonly { minute: number; rss: number | null; heap: number | null }[], fromMinute: number, toMinute: number): FlatWindow {
+/**
+ * The window's figures: medians of its first and last stretch, their growth, and the RSS slope;
+ * `processFromMinute`: since when the process sampled at the window's opening was (the stretch before it starts no earlier).
+ */
+export function flatWindow(
+  points: readonly { minute: number; rss: number | null; heap: number | null }[], fromMinute: number, toMinute: number, processFromMinute = 0,
+): FlatWindow {
   const inWindow = points.filter((p) => p.minute >= fromMinute && p.minute <= toMinute);
   const stretch = Math.min(FLAT_STRETCH_MINUTES, (toMinute - fromMinute) / 4);
   const first = inWindow.filter((p) => p.minute < fromMinute + stretch);
   const last = inWindow.filter((p) => p.minute > toMinute - stretch);
-  const before = points.filter((p) => p.minute < fromMinute && p.minute >= fromMinute - stretch);
+  const before = points.filter((p) => p.minute < fromMinute && p.minute >= Math.max(fromMinute - stretch, processFromMinute));
   const med = (ps: typeof inWindow, key: 'rss' | 'heap') => percentile(ps.flatMap((p) => (p[key] === null ? [] : [p[key]!])), 50);
   const growth = (a: number, b: number) => Math.round(((b - a) / a) * 1000) / 10;
   const rssFirst = med(first, 'rss');
