@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(containerd runc docker.io etcd-server containernetworking-plugins busybox-static iptables nftables nfacct conntrack iproute2 util-linux curl socat openssl gcc libc6-dev librsvg2-bin)
+mapfile -t packages < <(grep -v '^#' scripts/debian-packages.txt)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

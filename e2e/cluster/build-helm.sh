@@ -6,7 +6,8 @@
 # HELM_VERSION in the environment picks another release (cached per version); HELM_BIN_DIR another
 # cache directory.
 set -euo pipefail
-HELM_VERSION=${HELM_VERSION:-v3.21.4}
+# shellcheck source=versions.env
+source "$(dirname "$0")/versions.env"
 out=${HELM_BIN_DIR:-$HOME/.cache/sidecar-terminator/helm-$HELM_VERSION}
 if [ -x "$out/helm" ]; then echo "$out/helm"; exit 0; fi
 

@@ -7,6 +7,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
+# shellcheck source=go-modules.sh
+source "$here/go-modules.sh"
 out=${K8S_BIN_DIR:-$HOME/.cache/sidecar-terminator/k8s-$K8S_VERSION/bin}
 components=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl)
 
@@ -45,29 +47,7 @@ trap 'quiet; rm -rf "$work"' EXIT
 cd "$work"
 say 1 "downloading and verifying the modules"
 heartbeat 1 "downloading and verifying the modules"
-go mod init local/k8s-build >/dev/null 2>&1
-# As a dependency, k8s.io/kubernetes' own `replace ./staging/...` lines do not apply: pin each
-# staging module to the matching v0.x release instead.
-modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-staging_version="v0.${K8S_VERSION#v1.}"
-# The module proxy refuses a few staging modules at some patch releases (k8s.io/kube-scheduler
-# v0.31.14, k8s.io/endpointslice v0.29.6): such a module is taken at the nearest earlier patch it
-# serves, said on stderr. Within a minor release the staging modules' APIs do not change.
-# Prints the patch release of module $1 to use, from the release's own downwards.
-served_staging() {
-  local m=$1 minor=${staging_version%.*} patch=${staging_version##*.}
-  while [ "$patch" -ge 0 ]; do
-    if go mod download "$m@$minor.$patch" >/dev/null 2>&1; then echo "$minor.$patch"; return 0; fi
-    patch=$((patch - 1))
-  done
-  return 1
-}
-grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging' "$modfile" | awk '{print $1}' | while read -r m; do
-  version=$(served_staging "$m") || { echo "build-k8s: the module proxy serves no $m ${staging_version%.*}.x: $K8S_VERSION cannot be built here" >&2; exit 1; }
-  [ "$version" = "$staging_version" ] || echo "build-k8s: $m $staging_version is not served; using $version" >&2
-  go mod edit -replace "$m=$m@$version"
-done
-go mod edit -require "k8s.io/kubernetes@$K8S_VERSION"
+k8s_resolve "$K8S_VERSION" build-k8s
 cat > tools.go <<'GO'
 //go:build tools
 
@@ -84,7 +64,14 @@ import (
 GO
 go mod tidy -e >/dev/null 2>&1 || true
 go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+packages=()
+for c in "${components[@]}"; do packages+=("k8s.io/kubernetes/cmd/$c"); done
+imported=$(go list -e -deps -f '{{.ImportPath}}' "${packages[@]}" | unserved_imports)
 quiet
+if [ -n "$imported" ]; then
+  echo "build-k8s: the Kubernetes $K8S_VERSION binaries import $(echo $imported), which the module proxy no longer serves at any ${K8S_VERSION%.*} patch: $K8S_VERSION cannot be built here" >&2
+  exit 1
+fi
 
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 ldflags="-s -w"

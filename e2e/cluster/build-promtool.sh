@@ -6,7 +6,8 @@
 # and `promtool test rules` with it. PROMTOOL_VERSION picks another release (the module's v0.x
 # version: v0.316.0 is Prometheus 3.16.0); PROMTOOL_BIN_DIR another cache directory.
 set -euo pipefail
-PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
+# shellcheck source=versions.env
+source "$(dirname "$0")/versions.env"
 out=${PROMTOOL_BIN_DIR:-$HOME/.cache/sidecar-terminator/promtool-$PROMTOOL_VERSION}
 if [ -x "$out/promtool" ]; then echo "$out/promtool"; exit 0; fi
 # One build at a time (CI builds it in the background): a second caller waits, then finds it built.
