@@ -97,6 +97,12 @@ describe('runPreStop (R38)', () => {
     assert.match((await runPreStop({ exec: { command: ['/hang'] } }, target({ runtime }), 300))!, /exec \["\/hang"\] did not finish within 300ms/);
     assert.ok(Date.now() - started < 1_000);
   });
+  it('exec whose output was too long to read: reported as ran to its end, exit code unknown', async () => {
+    const runtime = { exec: async () => ({ exitCode: undefined, stdout: '', stderr: '' }) } as unknown as ContainerRuntime;
+    assert.equal(await runPreStop({ exec: { command: ['/flood'] } }, target({ runtime }), 1_000),
+      'exec ["/flood"] ran to its end, but wrote more than 65536 bytes of output, which the agent does not read: its exit code is unknown');
+  });
+
   it('exec reports a non-zero exit with its output', async () => {
     const runtime = { exec: async () => ({ exitCode: 3, stdout: '', stderr: 'drain refused\n' }) } as unknown as ContainerRuntime;
     assert.equal(await runPreStop({ exec: { command: ['/drain'] } }, target({ runtime }), 1_000), 'exec ["/drain"] exited with code 3: drain refused');

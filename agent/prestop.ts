@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { ContainerPort, Handler } from '../api/pod.ts';
-import type { ContainerRuntime } from './runtime/types.ts';
+import { EXEC_OUTPUT_BYTES, type ContainerRuntime } from './runtime/types.ts';
 
 export interface HookTarget {
   runtime: ContainerRuntime;
@@ -58,6 +58,9 @@ function describe(hook: Handler): string {
 async function runExec(command: string[], target: HookTarget, timeoutMs: number): Promise<string | undefined> {
   const result = await target.runtime.exec(target.containerID, command, Math.max(1, Math.ceil(timeoutMs / 1000)));
   if (result.exitCode === 0) return undefined;
+  if (result.exitCode === undefined) {
+    return `exec ${JSON.stringify(command)} ran to its end, but wrote more than ${EXEC_OUTPUT_BYTES} bytes of output, which the agent does not read: its exit code is unknown`;
+  }
   const output = (result.stderr || result.stdout).trim().slice(0, 512);
   return `exec ${JSON.stringify(command)} exited with code ${result.exitCode}${output ? `: ${output}` : ''}`;
 }

@@ -19,6 +19,7 @@ import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
+import { FIRST_RECHECK_MS } from './returned-stops.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
 import type { ContainerID } from './runtime/container-id.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
@@ -907,5 +908,60 @@ describe('Reconciler: containers left running in a Pod whose phase the controlle
     await h.reconciler.reconcile(KEY);
     await h.reconciler.drain(5_000);
     assert.deepEqual(h.calls, []);
+  });
+});
+
+describe('Reconciler: a stop this agent saw return, while the runtime still says running (R40)', () => {
+  /** Waits until the stops begun have finished, without draining (a drained reconciler takes no more work). */
+  const settled = async (r: Reconciler) => {
+    while (r.stopsInFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  };
+  const stopsSent = (h: Harness) => h.calls.filter((c) => c.startsWith('stop ')).length;
+
+  it('not stopped again at once; once per wait, which doubles: no hook, no Killing event, nothing counted as resumed', async () => {
+    let now = 1_000_000;
+    const h = harness({ now: () => now }); // the runtime says running, whatever happens
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    assert.equal(stopsSent(h), 1);
+    // The stop's own requeue, and a burst of Pod updates: each looks, none stops.
+    for (let i = 0; i < 5; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
+    assert.equal(stopsSent(h), 1);
+    now += FIRST_RECHECK_MS;
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    assert.equal(stopsSent(h), 2);
+    assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
+    assert.equal(stopsSent(h), 2);
+    assert.equal(h.calls.filter((c) => c.startsWith('exec ')).length, 1);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
+    assert.equal(h.counts.get('resumed'), undefined);
+  });
+
+  it('a restarted agent resumes the recorded stop once, counted as resumed; then waits likewise', async () => {
+    let now = 1_000_000;
+    const h = harness({ now: () => now, crr: request([{ name: 'proxy', phase: 'Recreating', isKilled: true }]) });
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    await h.reconciler.reconcile(KEY);
+    now += FIRST_RECHECK_MS - 1;
+    await h.reconciler.reconcile(KEY);
+    assert.equal(stopsSent(h), 1);
+    assert.equal(h.counts.get('resumed'), 1);
+  });
+
+  it('leftovers of a finished Pod: the same wait, and the reconcile asks to look again then', async () => {
+    let now = 1_000_000;
+    const h = harness({ now: () => now, pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }) });
+    h.cache.stale = []; // no request of the Pod
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
+    assert.equal(stopsSent(h), 1);
+    now += FIRST_RECHECK_MS;
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    assert.equal(stopsSent(h), 2);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
   });
 });

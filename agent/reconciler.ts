@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isConflict } from '../common/kube/errors.ts';
 import { getObject } from '../common/kube/client.ts';
+import { listPaged } from '../common/kube/list.ts';
 import { isValidName, podPath } from '../common/kube/paths.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRStatus } from '../api/container-recreate-request.ts';
@@ -17,7 +18,7 @@ import { errorMessage } from '../common/log.ts';
 import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
 import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
-import { keptRequest } from '../rules/requests.ts';
+import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { runPreStop } from './prestop.ts';
@@ -27,6 +28,7 @@ import type { RuntimeContainer } from './runtime/types.ts';
 import type { Handoff } from './fast-path/handoff.ts';
 import { HandedOver } from './fast-path/handoff.ts';
 import { observeStopSteps, RequestTimings, stopTimeline } from './timeline.ts';
+import { ReturnedStops } from './returned-stops.ts';
 
 export interface ReconcilerDeps {
   nodeName: string;
@@ -97,6 +99,8 @@ export class Reconciler {
   private readonly timings = new RequestTimings();
   /** Pods (by uid) told of a refused request: one RequestRefused Warning each, for MAX_REFUSAL_PODS Pods. */
   private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
+  /** Stops that returned while the runtime may still say running: looked at again after a wait. */
+  private readonly returnedStops: ReturnedStops;
   /** StopContainer calls under way, by Pod uid (STOPS_PER_POD). */
   private readonly podStops = new KeyedLimit(STOPS_PER_POD);
   /** Status writes under way, all keyed alike (ReconcilerDeps.statusWrites). */
@@ -106,6 +110,7 @@ export class Reconciler {
     this.deps = deps;
     this.now = deps.now ?? (() => Date.now());
     this.handedOver = new HandedOver(this.now);
+    this.returnedStops = new ReturnedStops(this.now);
     this.statusWrites = new KeyedLimit(deps.statusWrites ?? 32);
   }
 
@@ -181,8 +186,8 @@ export class Reconciler {
       .filter((r) => !isCompleted(r) && !awaitsAdmission(r))
       .sort(byAge);
     const cached = this.deps.cachedPod(namespace, podName);
-    if (cached) await this.stopLeftovers(cached, key);
-    if (requests.length === 0) return;
+    const leftoversRecheckMs = cached ? await this.stopLeftovers(cached, key) : undefined;
+    if (requests.length === 0) return leftoversRecheckMs === undefined ? undefined : { requeueAfterMs: leftoversRecheckMs };
     for (const r of requests) if (r.metadata.uid) this.timings.seen(r.metadata.uid, actingAtMs);
 
     const pod = await this.loadPod(namespace, podName, requests[0]!, requests);
@@ -206,7 +211,7 @@ export class Reconciler {
     // Every stop without a hook is sent: the status writes left hold up none, so the worker goes to
     // the next Pod (a burst's stops wait on no one's writes). A hook waits for its write: not then.
     if (!started.some((c) => c.plan.stops.some((s) => s.preStop))) worker?.release();
-    const delays = (await Promise.all(started.map((c) => this.record(c, pod, key)))).filter((ms) => ms !== undefined);
+    const delays = [...await Promise.all(started.map((c) => this.record(c, pod, key))), leftoversRecheckMs].filter((ms) => ms !== undefined);
     return delays.length > 0 ? { requeueAfterMs: Math.min(...delays) } : undefined;
   }
 
@@ -260,26 +265,28 @@ export class Reconciler {
    */
   private async preStopsStartedElsewhere(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Set<string>> {
     const started = new Set<string>();
-    let page: string | undefined;
-    do {
-      const list = await this.deps.client.get<{ items: ContainerRecreateRequest[]; metadata?: { continue?: string } }>(
-        requestPath(pod.namespace), { labelSelector: `${LABEL_POD_UID}=${pod.uid}`, limit: 100, ...(page ? { continue: page } : {}) });
-      for (const r of list.items) {
+    const selector = { labelSelector: `${LABEL_POD_UID}=${pod.uid}` };
+    await listPaged<ContainerRecreateRequest>(this.deps.client, requestPath(pod.namespace), { first: selector, next: selector, pageSize: REQUEST_PAGE_SIZE }, (items) => {
+      for (const r of items) {
         if (r.metadata.uid === crr.metadata.uid) continue;
         for (const s of r.status?.containerRecreateStates ?? []) if (s.preStopContainerID) started.add(s.preStopContainerID);
       }
-      page = list.metadata?.continue || undefined;
-    } while (page);
+    });
     return started;
   }
 
-  /** R45: what still runs in a Pod whose phase the controller set is stopped now, within its grace. */
-  private async stopLeftovers(pod: AgentPod, key: string): Promise<void> {
+  /**
+   * R45: what still runs in a Pod whose phase the controller set is stopped now, within its grace.
+   * Returns when to look again at a container whose stop returned while the runtime still says running.
+   */
+  private async stopLeftovers(pod: AgentPod, key: string): Promise<number | undefined> {
     const leftovers = leftoverContainers(pod).filter((s) => !this.stops.has(s.containerID));
-    if (leftovers.length === 0) return;
+    if (leftovers.length === 0) return undefined;
     const views = new Map<string, RuntimeView>();
-    await Promise.all(leftovers.map(async (s) => views.set(s.name, { containerID: s.containerID, ...(await this.inspect(s.containerID)) })));
+    await Promise.all(leftovers.map(async (s) => views.set(s.name, this.withRecheck({ containerID: s.containerID, ...(await this.inspect(s.containerID)) }))));
     for (const order of leftoverStops(pod, views)) this.startLeftoverStop(pod, order, key);
+    const rechecks = [...views.values()].flatMap((v) => (v.recheckInMs === undefined ? [] : [v.recheckInMs]));
+    return rechecks.length > 0 ? Math.min(...rechecks) : undefined;
   }
 
   /** A stop with nothing to record: the Pod status shows its outcome, and a repeat after a restart is harmless. */
@@ -289,13 +296,17 @@ export class Reconciler {
     const { runtime, container: { id } } = target;
     const where = { pod: namespacedKey(pod.namespace, pod.name), container: order.name, containerID: order.containerID };
     const done = (async () => {
-      this.deps.events.emit(podRef(pod), {
-        type: 'Normal', reason: EVENT_REASONS.killing,
-        message: `Stopping container ${order.name}: the Pod's phase is ${pod.phase} (set by sidecar-terminator), so nothing of it may run on`,
-      });
+      // Stopped again after the wait (R40): the Pod was told already.
+      if (!this.returnedStops.stoppedHere(order.containerID)) {
+        this.deps.events.emit(podRef(pod), {
+          type: 'Normal', reason: EVENT_REASONS.killing,
+          message: `Stopping container ${order.name}: the Pod's phase is ${pod.phase} (set by sidecar-terminator), so nothing of it may run on`,
+        });
+      }
       const started = this.now();
       try {
         await this.podStops.run(pod.uid, () => runtime.stop(id, order.graceSeconds, order.stopSignal));
+        this.returnedStops.returned(order.containerID);
         this.deps.metrics.containerStops.inc({ result: 'stopped' });
         this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.now() - started });
       } catch (err) {
@@ -372,9 +383,15 @@ export class Reconciler {
       // (the watch brought the request first, and its reconcile stopped it), the runtime is asked.
       const given = await this.handedOver.takeAnswer(containerID);
       const usable = recorded.get(c.name)?.isKilled ? undefined : given;
-      views.set(c.name, { containerID, ...(usable ? { container: usable } : await this.inspect(containerID)) });
+      views.set(c.name, this.withRecheck({ containerID, ...(usable ? { container: usable } : await this.inspect(containerID)) }));
     }));
     return views;
+  }
+
+  /** The view, with when to look again if this agent's stop of the container returned and the runtime still says running. */
+  private withRecheck(view: RuntimeView): RuntimeView {
+    const recheckInMs = view.containerID && view.container?.state === 'running' ? this.returnedStops.waitLeftMs(view.containerID) : undefined;
+    return recheckInMs === undefined ? view : { ...view, recheckInMs };
   }
 
   private async inspect(containerID: string): Promise<RuntimeView> {
@@ -460,7 +477,10 @@ export class Reconciler {
     const refusal = ownerRefusal(pod, order.name, order.containerID, current);
     if (refusal) return this.refuseNow(crr, pod, order.name, refusal);
 
-    if (order.resumed) {
+    if (order.resumed && this.returnedStops.stoppedHere(order.containerID)) {
+      // This agent's own stop returned, and the runtime still said running after the wait.
+      this.deps.log.info('stopping again: the runtime still reports the container running after this agent\'s stop returned', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name });
+    } else if (order.resumed) {
       // An earlier agent recorded isKilled, sent its Killing event and ran the hook (or began to).
       this.deps.metrics.stopsResumed.inc();
       this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name });
@@ -486,6 +506,7 @@ export class Reconciler {
         const remaining = Math.max(MIN_STOP_SECONDS, Math.ceil(graceSeconds - (stopSentAtMs - started) / 1000));
         return runtime.stop(parsed.id, remaining, order.stopSignal);
       });
+      this.returnedStops.returned(order.containerID);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.now();
       const known = crr.metadata.uid ? this.timings.of(crr.metadata.uid) : undefined;

@@ -417,6 +417,17 @@ describe('planRequest: resuming a stop an earlier agent began (R40)', () => {
     assert.equal(plan.status.phase, 'Completed');
     assert.partialDeepStrictEqual(plan.status.containerRecreateStates?.[0], { phase: 'Succeeded', exitCode: 143, isKilled: true });
   });
+  it('this agent\'s own stop returned and the runtime still says running: looked at again after the wait, not stopped again now', () => {
+    const request = crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]);
+    const plan = planRequest(input({ crr: request, runtime: new Map([['proxy', { ...running('proxy'), recheckInMs: 4_000 }]]) }));
+    assert.deepEqual(plan.stops, []);
+    assert.equal(plan.requeueAfterMs, 4_000);
+    assert.equal(sameStatus(request.status, plan.status), true);
+  });
+  it('the wait over (no recheck left), still running: stopped again, as a resumed stop (no hook)', () => {
+    const plan = planRequest(input({ crr: crr(['proxy'], {}, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]), runtime: new Map([['proxy', running('proxy')]]) }));
+    assert.deepEqual(plan.stops.map((s) => s.resumed), [true]);
+  });
   it('a resumed stop does not wait for unreadyGracePeriodSeconds again', () => {
     const plan = planRequest(input({ crr: crr(['proxy'], { unreadyGracePeriodSeconds: 10 }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]) }));
     assert.equal(plan.stops[0]?.resumed, true);
@@ -647,6 +658,7 @@ describe('leftoverStops (R45): what still runs once the controller set the phase
     { name: 'the runtime says it exited meanwhile: nothing', pod: finished(), runtime: new Map([['proxy', exited('proxy', 137)]]), want: [] },
     { name: 'the runtime answered about another container ID: nothing', pod: finished(), runtime: new Map([['proxy', running('proxy', {}, 'other')]]), want: [] },
     { name: 'kubelet labels of another Pod on it (a forged status): nothing', pod: finished(), runtime: new Map([['proxy', running('proxy', { owner: owner('proxy', { podUid: 'victim' }) })]]), want: [] },
+    { name: 'R40: this agent\'s stop of it returned, the runtime still says running: nothing until the wait is over', pod: finished(), runtime: new Map([['proxy', { ...running('proxy'), recheckInMs: 5_000 }]]), want: [] },
     { name: 'the runtime could not be asked: nothing', pod: finished(), runtime: new Map([['proxy', { containerID: 'containerd://proxy-1', error: 'down' }]]), want: [] },
   ];
   for (const c of cases) {

@@ -30,6 +30,11 @@ export interface RuntimeView {
   error?: string;
   /** This agent's stop of this very container is under way: its outcome is known once the stop returns. */
   stopping?: true;
+  /**
+   * This agent's stop of this very container returned, yet the runtime still says running (its
+   * status may lag the stop: agent/returned-stops.ts): look again in this many ms, not stop again now.
+   */
+  recheckInMs?: number;
 }
 
 export interface StopOrder {
@@ -314,6 +319,7 @@ export function leftoverStops(pod: AgentPod, runtime: ReadonlyMap<string, Runtim
     const view = runtime.get(status.name);
     const current = view?.containerID === status.containerID ? view.container : undefined;
     if (current?.state !== 'running' || current.id !== parseContainerID(status.containerID)?.id) return [];
+    if (view?.recheckInMs !== undefined) return [];
     if (ownerRefusal(pod, status.name, status.containerID, current)) return [];
     const stopSignal = pod.containers.find((c) => c.name === status.name)?.stopSignal;
     return [{ name: status.name, containerID: status.containerID, graceSeconds, resumed: false, ...(stopSignal ? { stopSignal } : {}) }];
@@ -427,6 +433,7 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
     const state: ContainerRecreateState = { name, phase: 'Succeeded', isKilled, exitCode: current.exitCode };
     return keep(kubeletRestarts(pod, name, current.exitCode) ? { ...state, phase: 'Recreating' } : state);
   }
+  if (view.recheckInMs !== undefined) return keep({ name, phase: 'Recreating', isKilled: true }, view.recheckInMs);
   // Still the same container, still running: stop it. If an earlier agent died mid-stop (isKilled
   // already recorded), the stop is resumed, without its hook: a container left running would hang the Job.
   return { kind: 'stop', containerID: currentID, resumed: isKilled, state: { name, phase: 'Recreating', isKilled: true } };

@@ -18,17 +18,13 @@
 // - A continue page carries only its token (the token pins the version; a resourceVersion next to
 //   it is invalid).
 import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
+import { listPaged } from './kube/list.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
 /** What the informer reads of every object it watches: its key and its resourceVersion. */
 export interface WatchedObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
-}
-
-interface ListPage<T> {
-  items: T[];
-  metadata?: { resourceVersion?: string; continue?: string };
 }
 
 export interface InformerOptions<T extends WatchedObject, P> {
@@ -45,7 +41,7 @@ export interface InformerOptions<T extends WatchedObject, P> {
   indexBy?: (projection: P) => readonly string[];
   onRestart?: () => void;
   log: Logger;
-  /** Objects per list page (default 500): lower it for objects that may be large. */
+  /** Objects per list page to start with (default 500); a page over the client's answer cap is asked again smaller (listPaged). */
   pageSize?: number;
 }
 
@@ -157,21 +153,15 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   private async relist(): Promise<void> {
     const seen = new Set<string>();
-    let token: string | undefined;
-    let version = '';
-    let query = this.firstPageQuery();
+    let version: string;
     try {
-      do {
-        const page = await this.o.client.get<ListPage<T>>(this.o.path, query);
-        for (const obj of page.items) {
+      version = await listPaged<T>(this.o.client, this.o.path, { first: this.firstPageQuery(), next: this.selectors(), pageSize: this.o.pageSize ?? DEFAULT_PAGE_SIZE }, (items) => {
+        for (const obj of items) {
           const key = objectKey(obj);
           seen.add(key);
           this.apply(key, obj);
         }
-        token = page.metadata?.continue || undefined;
-        version = page.metadata?.resourceVersion ?? version;
-        query = { ...this.selectors(), limit: this.pageSize(), continue: token };
-      } while (token);
+      });
     } catch (err) {
       // 504 to a not-older-than list: the server's watch cache has not reached our version (a
       // lagging or restored API server). A consistent read is never older; the next list is one.
@@ -186,15 +176,10 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     this.synced = true;
   }
 
-  private pageSize(): number {
-    return this.o.pageSize ?? DEFAULT_PAGE_SIZE;
-  }
-
   /** The first page's query: see "Where lists are served from" at the top of this file. */
   private firstPageQuery(): Query {
-    const limit = this.pageSize();
-    if (this.newestSeen) return { ...this.selectors(), resourceVersion: this.newestSeen, resourceVersionMatch: 'NotOlderThan', limit };
-    return { ...this.selectors(), limit };
+    if (this.newestSeen) return { ...this.selectors(), resourceVersion: this.newestSeen, resourceVersionMatch: 'NotOlderThan' };
+    return this.selectors();
   }
 
   private onEvent({ type: phase, object: obj }: WatchEvent<T & { code?: number }>): void {

@@ -109,8 +109,9 @@ export function requestPodUids(crr: ContainerRecreateRequest): string[] {
 }
 
 /**
- * Requests per list page: a request may be large (its creator's labels and annotations, up to the
- * API server's object size), and a page is parsed whole before it is projected.
+ * Requests per list page to start with: a request may be large (its creator's labels and
+ * annotations, up to the API server's object size), and a page is parsed whole before it is
+ * projected; a page over the client's answer cap is asked again smaller (common/kube/list.ts).
  */
 export const REQUEST_PAGE_SIZE = 100;
 

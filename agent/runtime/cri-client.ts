@@ -5,6 +5,7 @@ import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { RuntimeCallError } from './errors.ts';
+import { EXEC_OUTPUT_BYTES } from './types.ts';
 
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 export type CriContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
@@ -180,25 +181,39 @@ export function socketPath(socket: string): string {
   return socket.replace(/^unix:\/\//, '');
 }
 
+/**
+ * The largest answer read from the runtime, but ExecSync's: statuses and a Pod's container list are
+ * a few KiB. grpc-js refuses a larger message from its length prefix, before holding any of it.
+ */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** ExecSync's answer: the output the agent reads, and room for the exit code and framing. */
+const MAX_EXEC_ANSWER_BYTES = EXEC_OUTPUT_BYTES + 1024;
+
 export class CriClient {
   readonly socket: string;
   readonly #client: grpc.Client;
+  /**
+   * ExecSync's own channel, with a receive limit of its own: the runtimes send up to 16 MiB of each
+   * of stdout and stderr, written by whoever wrote the Pod, and several hooks run at once.
+   */
+  readonly #execClient: grpc.Client;
 
   constructor(socket: string) {
     this.socket = socketPath(socket);
     const Service = runtimeServiceConstructor();
-    this.#client = new Service(`unix://${this.socket}`, grpc.credentials.createInsecure(), {
-      // ExecSync output is capped at 16 MiB per stream by the runtimes.
-      'grpc.max_receive_message_length': 40 * 1024 * 1024,
-    });
+    const channel = (maxBytes: number) =>
+      new Service(`unix://${this.socket}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': maxBytes });
+    this.#client = channel(MAX_ANSWER_BYTES);
+    this.#execClient = channel(MAX_EXEC_ANSWER_BYTES);
   }
 
   call<M extends CriMethod>(method: M, request: CriMethods[M][0], options: CallOptions): Promise<CriMethods[M][1]> {
-    const fn = (this.#client as unknown as Record<string, UnaryMethod>)[method];
+    const client = method === 'ExecSync' ? this.#execClient : this.#client;
+    const fn = (client as unknown as Record<string, UnaryMethod>)[method];
     if (typeof fn !== 'function') throw new Error(`CRI method ${method} is not in proto/cri.proto`);
     const deadline = new Date(Date.now() + options.timeoutMs);
     return new Promise((resolve, reject) => {
-      fn.call(this.#client, request, new grpc.Metadata(), { deadline }, (error, response) => {
+      fn.call(client, request, new grpc.Metadata(), { deadline }, (error, response) => {
         if (error) {
           reject(this.#wrap(method, error, options, Date.now() >= deadline.getTime()));
         } else {
@@ -229,5 +244,6 @@ export class CriClient {
 
   close(): void {
     this.#client.close();
+    this.#execClient.close();
   }
 }

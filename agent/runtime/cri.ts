@@ -143,11 +143,18 @@ export class CriRuntime implements ContainerRuntime {
     // ExecSync's timeout 0 means "no timeout": require a real bound.
     assertTimeout(`CRI ExecSync for container ${id} on ${this.socket}`, timeoutSeconds, 1);
     if (command.length === 0) throw new TypeError(`CRI ExecSync for container ${id}: empty command`);
-    const response = await this.#client.call(
-      'ExecSync',
-      { containerId: id, cmd: command, timeout: timeoutSeconds },
-      { timeoutMs: timeoutSeconds * 1000 + this.#execMarginMs, containerId: id },
-    );
+    let response;
+    try {
+      response = await this.#client.call(
+        'ExecSync',
+        { containerId: id, cmd: command, timeout: timeoutSeconds },
+        { timeoutMs: timeoutSeconds * 1000 + this.#execMarginMs, containerId: id },
+      );
+    } catch (error) {
+      // The runtime answers once the command has ended: only its output was too long to read.
+      if (error instanceof RuntimeCallError && error.code === 'RESOURCE_EXHAUSTED') return { exitCode: undefined, stdout: '', stderr: '' };
+      throw error;
+    }
     return {
       exitCode: response.exitCode,
       stdout: Buffer.from(response.stdout).toString('utf8'),

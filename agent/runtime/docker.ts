@@ -4,7 +4,7 @@ import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { assertContainerId, assertSignalName, assertTimeout, RuntimeCallError } from './errors.ts';
 import { ownerFromLabels } from './owner.ts';
-import type { ContainerRuntime, RuntimeContainerState, ExecResult, RuntimeContainer, RuntimeVersion } from './types.ts';
+import { EXEC_OUTPUT_BYTES, type ContainerRuntime, type RuntimeContainerState, type ExecResult, type RuntimeContainer, type RuntimeVersion } from './types.ts';
 
 export interface DockerRuntimeOptions {
   /** Deadline of quick calls (version, inspect, exec create/inspect). Default 10 s. */
@@ -267,7 +267,19 @@ export class DockerRuntime implements ContainerRuntime {
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       // demuxStream only calls write(); collecting synchronously keeps every chunk before 'end'.
-      const sink = (chunks: Buffer[]) => ({ write: (chunk: Buffer) => chunks.push(chunk) }) as unknown as Writable;
+      // Past EXEC_OUTPUT_BYTES of both together the stream is still read to its end (the command
+      // may go on writing), and dropped.
+      let kept = 0;
+      const sink = (chunks: Buffer[]) => ({
+        write: (chunk: Buffer) => {
+          const room = EXEC_OUTPUT_BYTES - kept;
+          if (room <= 0) return true;
+          const part = chunk.length > room ? Buffer.from(chunk.subarray(0, room)) : chunk;
+          chunks.push(part);
+          kept += part.length;
+          return true;
+        },
+      }) as unknown as Writable;
       let done = false;
       const finish = (error?: Error) => {
         if (done) return;

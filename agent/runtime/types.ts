@@ -44,8 +44,17 @@ export interface ExitWatchCallbacks {
   onError: (error: Error, retryInMs: number) => void;
 }
 
+/**
+ * The most of one exec's output the agent reads. A hook's output only explains its failure (512
+ * characters of it are reported), and whoever writes the Pod decides how much it writes: past this,
+ * the rest is dropped unread (CRI: the runtime's answer is refused, so the exit code is lost too).
+ */
+export const EXEC_OUTPUT_BYTES = 64 * 1024;
+
 export interface ExecResult {
-  exitCode: number;
+  /** undefined: the command ran to its end, but its output was over EXEC_OUTPUT_BYTES and the runtime's answer, exit code included, was not read. */
+  exitCode: number | undefined;
+  /** At most EXEC_OUTPUT_BYTES of stdout and stderr together. */
   stdout: string;
   stderr: string;
 }

@@ -2,7 +2,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_USER_AGENT, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
+import { DEFAULT_USER_AGENT, KubeAnswerTooLargeError, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
 import { isValidName, podPath } from './paths.ts';
 import type { WatchEvent } from './api.ts';
 
@@ -173,6 +173,58 @@ describe('KubeClient', () => {
       assert.equal(retryAfterMs('soon', now), undefined);
       assert.equal(retryAfterMs('', now), undefined);
       assert.equal(retryAfterMs(undefined, now), undefined);
+    });
+  });
+
+  describe('answer cap (R48): bounded before it is parsed', () => {
+    const CAP = 64 * 1024;
+    /** An answer of `bytes` whose length is known only as it arrives (chunked), or said up front. */
+    const big = (bytes: number, chunked: boolean): Reply => (res) => {
+      const body = JSON.stringify({ kind: 'PodList', items: [{ metadata: { labels: { a: 'x'.repeat(bytes) } } }] });
+      res.writeHead(200, chunked ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+      if (!chunked) return void res.end(body);
+      for (let at = 0; at < body.length; at += 8192) res.write(body.slice(at, at + 8192));
+      res.end();
+    };
+
+    for (const chunked of [false, true]) {
+      it(`an answer over the cap fails that call, with a clear error (${chunked ? 'chunked' : 'Content-Length'}); the next call goes on`, async () => {
+        client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+        api.replies = [big(CAP * 4, chunked), json(200, { kind: 'PodList', items: [] })];
+        await assert.rejects(client.get('/api/v1/pods'), (err: unknown) =>
+          err instanceof KubeAnswerTooLargeError && /GET \/api\/v1\/pods: the answer is over 65536 bytes/.test(err.message));
+        assert.deepEqual(await client.get('/api/v1/pods'), { kind: 'PodList', items: [] });
+      });
+    }
+
+    it('an answer at the cap is read whole', async () => {
+      client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+      api.replies = [big(CAP - 200, true)];
+      const list = await client.get<{ items: unknown[] }>('/api/v1/pods');
+      assert.equal(list.items.length, 1);
+    });
+
+    it('an error answer over the cap is not read either', async () => {
+      client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+      api.replies = [(res) => { res.writeHead(500); res.end('x'.repeat(CAP * 2)); }];
+      await assert.rejects(client.get('/api/v1/pods'), KubeAnswerTooLargeError);
+    });
+
+    it('a watch event over the cap ends the watch with that error, after the events before it', async () => {
+      client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+      api.replies = [(res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'small' } } })}\n`);
+        // One line that never ends within the cap.
+        for (let i = 0; i < 8; i++) res.write(`{"type":"ADDED","object":{"metadata":{"labels":{"a":"${'x'.repeat(CAP / 2)}`);
+        res.end();
+      }];
+      const names: string[] = [];
+      await assert.rejects(
+        client.watch<{ metadata: { name: string } }>('/api/v1/pods', {}, (e) => names.push(e.object.metadata.name), new AbortController().signal),
+        /watch \/api\/v1\/pods: one event: the answer is over 65536 bytes/,
+      );
+      assert.deepEqual(names, ['small']);
     });
   });
 

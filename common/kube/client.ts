@@ -37,6 +37,23 @@ function parseStatus(body: string): { message?: string; reason?: string } | unde
   }
 }
 
+/**
+ * The most of one answer (and of one watch event) the client reads. Anyone may make objects big in
+ * their namespace (labels have no total bound; managed fields double them), and an answer is held
+ * whole, then parsed, at several times its size: past this, the call fails and the process stays
+ * within its memory limit. One object is at most etcd's request limit (1.5 MiB by default), so a
+ * list paged by listPages always gets through, down to one object a page.
+ */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+/** An answer longer than the client reads: the call fails, nothing of it is parsed. */
+export class KubeAnswerTooLargeError extends Error {
+  constructor(what: string, limitBytes: number) {
+    super(`${what}: the answer is over ${limitBytes} bytes, more than this client reads`);
+    this.name = 'KubeAnswerTooLargeError';
+  }
+}
+
 const REQUEST_TIMEOUT_MS = 30_000;
 /** A watch sends at least a bookmark a minute; this much silence means the connection is dead. */
 const WATCH_IDLE_TIMEOUT_MS = 5 * 60_000;
@@ -106,6 +123,8 @@ export interface KubeClientOptions {
    * or 'error' when none came. For the programs' api_requests_total metrics.
    */
   onResponse?: (verb: ApiVerb, code: string) => void;
+  /** The most of one answer or watch event read (default MAX_ANSWER_BYTES). */
+  maxAnswerBytes?: number;
 }
 
 export type ApiVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
@@ -135,9 +154,11 @@ export class KubeClient implements KubeApi {
   private readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
   private readonly userAgent: string;
   private readonly onResponse: KubeClientOptions['onResponse'];
+  private readonly maxAnswerBytes: number;
 
   constructor(conn: KubeConnection, options: KubeClientOptions = {}) {
     this.conn = conn;
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     this.base = new URL(conn.server);
     this.userAgent = options.userAgent || DEFAULT_USER_AGENT;
     this.onResponse = options.onResponse;
@@ -197,7 +218,7 @@ export class KubeClient implements KubeApi {
       res.destroy();
       return;
     }
-    if (res.statusCode !== 200) throw new KubeApiError(res.statusCode ?? 0, 'GET', path, await readBody(res));
+    if (res.statusCode !== 200) throw new KubeApiError(res.statusCode ?? 0, 'GET', path, await this.readBody(res, `watch ${path}`));
     res.setEncoding('utf8');
     let buffered = '';
     await new Promise<void>((resolve, reject) => {
@@ -215,6 +236,8 @@ export class KubeClient implements KubeApi {
             return;
           }
         }
+        // One event is one object: a line longer than an answer may be is never held to its end.
+        if (buffered.length > this.maxAnswerBytes) res.destroy(new KubeAnswerTooLargeError(`watch ${path}: one event`, this.maxAnswerBytes));
       });
       res.on('end', resolve);
       res.on('close', () => (signal.aborted ? resolve() : reject(new Error(`watch ${path}: connection closed`))));
@@ -224,10 +247,34 @@ export class KubeClient implements KubeApi {
 
   private async json<T>(method: string, path: string, o: { query?: Query; body?: unknown; contentType?: string }): Promise<T> {
     const res = await this.exchange(method, path, { ...o, timeoutMs: REQUEST_TIMEOUT_MS });
-    const text = await readBody(res);
+    const text = await this.readBody(res, `${method} ${path}`);
     const code = res.statusCode ?? 0;
     if (code < 200 || code >= 300) throw new KubeApiError(code, method, path, text);
     return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /**
+   * The answer's body, read up to maxAnswerBytes: a longer one (as it says in Content-Length, or as
+   * it arrives) is cut off there and the call fails with KubeAnswerTooLargeError.
+   */
+  private readBody(res: IncomingMessage, what: string): Promise<string> {
+    const max = this.maxAnswerBytes;
+    return new Promise((resolve, reject) => {
+      const tooLarge = () => {
+        res.destroy();
+        reject(new KubeAnswerTooLargeError(what, max));
+      };
+      if (Number(res.headers['content-length']) > max) return tooLarge();
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes > max) tooLarge();
+        else chunks.push(c);
+      });
+      res.on('end', () => resolve(Buffer.concat(chunks, bytes).toString('utf8')));
+      res.on('error', reject);
+    });
   }
 
   /**
@@ -325,14 +372,5 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
     };
     const timer = setTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
-function readBody(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
   });
 }

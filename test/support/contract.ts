@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { discoverRuntimes } from '../../agent/runtime/discover.ts';
 import { RuntimeCallError } from '../../agent/runtime/errors.ts';
-import type { RuntimeContainer } from '../../agent/runtime/types.ts';
+import { EXEC_OUTPUT_BYTES, type RuntimeContainer } from '../../agent/runtime/types.ts';
 import type { RuntimeFixture } from './fixtures.ts';
 
 /** Marks the container ready once its TERM disposition is in place: a stop before that would race. */
@@ -159,6 +159,19 @@ export function runtimeContract(title: string, setup: () => Promise<RuntimeFixtu
       const id = await start(SCRIPTS.exitOnTerm);
       const r = await runtime.exec(id, ['sh', '-c', 'echo out; echo err >&2; printf "%s" "$(seq 1 3)"; exit 3'], 10);
       assert.deepEqual(r, { exitCode: 3, stdout: 'out\n1\n2\n3', stderr: 'err\n' });
+      await runtime.stop(id, 5);
+    });
+
+    it(`R48: exec() of a command writing megabytes: it runs to its end, and at most ${EXEC_OUTPUT_BYTES} bytes of its output are held`, async () => {
+      const { runtime } = fixture();
+      const id = await start(SCRIPTS.exitOnTerm);
+      // 3 MB on each stream, then a mark that it ran to its end.
+      const flood = 'head -c 3000000 /dev/zero | tr "\\0" x; head -c 3000000 /dev/zero | tr "\\0" y >&2; echo end > /tmp/flooded; exit 4';
+      const r = await runtime.exec(id, ['sh', '-c', flood], 20);
+      assert.ok(r.stdout.length + r.stderr.length <= EXEC_OUTPUT_BYTES, `held ${r.stdout.length} + ${r.stderr.length} bytes`);
+      // The Docker Engine streams the output, so its exit code is still read; a CRI answer that long is refused whole.
+      assert.equal(r.exitCode, runtime.idPrefix === 'docker' ? 4 : undefined);
+      assert.deepEqual(await runtime.exec(id, ['cat', '/tmp/flooded'], 5), { exitCode: 0, stdout: 'end\n', stderr: '' });
       await runtime.stop(id, 5);
     });
 
