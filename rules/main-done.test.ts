@@ -158,6 +158,43 @@ describe('R7, R43: probe kills, and what a runtime exit alone can say', () => {
       probeRestarts: false,
       exitSettles: false,
     },
+    // Kubelet kills and restarts a running container whose spec changed, whatever its policy.
+    {
+      name: 'the main\'s image was updated in the spec, kubelet still reports the old one running: kubelet\'s report is waited for',
+      pod: podWith('running', { image: 'app:2' }),
+      probeRestarts: false,
+      exitSettles: false,
+    },
+    {
+      name: 'the same image in its short and its full form: settled',
+      pod: podWith('running', { image: 'busybox:1.36' }, {}, (p) => { p.status!.containerStatuses![0]!.image = 'docker.io/library/busybox:1.36'; }),
+      probeRestarts: false,
+      exitSettles: true,
+    },
+    {
+      name: 'kubelet has not observed the Pod\'s latest spec (generation ahead of observedGeneration)',
+      pod: podWith('running', {}, {}, (p) => { p.metadata!.generation = 3; p.status!.observedGeneration = 2; }),
+      probeRestarts: false,
+      exitSettles: false,
+    },
+    {
+      name: 'kubelet has observed it',
+      pod: podWith('running', {}, {}, (p) => { p.metadata!.generation = 3; p.status!.observedGeneration = 3; }),
+      probeRestarts: false,
+      exitSettles: true,
+    },
+    {
+      name: 'a resize of the main restarts it (resizePolicy RestartContainer): kubelet\'s report is waited for',
+      pod: podWith('running', { resizePolicy: [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }, { resourceName: 'memory', restartPolicy: 'RestartContainer' }] }),
+      probeRestarts: false,
+      exitSettles: false,
+    },
+    {
+      name: 'resizes that never restart it: settled',
+      pod: podWith('running', { resizePolicy: [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }] }),
+      probeRestarts: false,
+      exitSettles: true,
+    },
     {
       name: 'the Pod is restarting all its containers',
       pod: podWith('running', {}, {}, (p) => { p.status!.conditions = [{ type: 'AllContainersRestarting', status: 'True' }]; }),

@@ -4,6 +4,7 @@
 // container, or a Pod already doing so, restarts the mains too. Used by the controller's decision,
 // the phase guard and the agent's fast path alike.
 import type { ContainerProjection, ContainerStatusProjection, PodProjection, RestartRuleProjection } from './projection.ts';
+import { sameImage } from './image-reference.ts';
 
 /** The reason kubelet gives a container it ended (or found gone) while starting the whole Pod over. */
 const RESTARTING_ALL_CONTAINERS = 'RestartingAllContainers';
@@ -115,15 +116,33 @@ export function probeKillRestarts(container: ContainerProjection, podRestartPoli
 }
 
 /**
+ * Whether kubelet may be about to kill this running container to start it again, whatever its
+ * restart policy, because its spec changed (computePodActions: "definition changed, will be
+ * restarted"). Of a running Pod's container spec only the image may change, and resources through a
+ * resize (restartsOnResize covers that). So: its spec image is not the one kubelet reports it runs,
+ * or kubelet has not yet observed the Pod's latest spec (generation ahead of observedGeneration,
+ * where both are kept). An image pair whose text cannot be matched counts as changed: kubelet's report
+ * is waited for, a second later, never a wrong stop.
+ */
+export function specChangePending(pod: PodProjection, name: string): boolean {
+  if (pod.generation !== undefined && pod.observedGeneration !== undefined && pod.generation > pod.observedGeneration) return true;
+  const spec = containerOf(pod, name)?.image;
+  const reported = pod.statuses.find((s) => s.name === name)?.image;
+  return spec !== undefined && reported !== undefined && !sameImage(spec, reported);
+}
+
+/**
  * Whether an exit the runtime announced says, with its code alone, whether kubelet starts this
  * container again. Not when a probe kill would be restarted whatever the code (the runtime cannot
  * tell a probe kill from an exit), nor in a Pod that may start all its containers over (kubelet
- * decides that from every container, and says so in a Pod condition). Then kubelet's report is
- * waited for.
+ * decides that from every container, and says so in a Pod condition), nor when kubelet may be
+ * killing it to start it again for a changed spec or a resize (it restarts it then whatever its
+ * policy). Then kubelet's report is waited for.
  */
 export function exitSettlesRestart(pod: PodProjection, name: string): boolean {
   const container = containerOf(pod, name);
   if (!container) return false;
+  if (container.restartsOnResize || specChangePending(pod, name)) return false;
   return !probeKillRestarts(container, pod.restartPolicy) && !pod.mayRestartAll && !pod.allContainersRestarting;
 }
 

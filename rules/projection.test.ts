@@ -108,7 +108,7 @@ describe('projectPod', () => {
     assert.equal(projectPod(pod).restartPolicy, 'Always');
   });
 
-  it('projects current states only, with exit code and reason', () => {
+  it('projects current states only, with exit code and reason, and the image kubelet reports (R7)', () => {
     const pod = makePod({
       containers: [
         main('a', 'running'),
@@ -117,10 +117,11 @@ describe('projectPod', () => {
       ],
     });
     const [a, b, c] = projectPod(pod).statuses;
-    assert.deepEqual(a, { name: 'a', containerID: 'containerd://a-id', restartCount: 0, state: { kind: 'running' } });
-    assert.deepEqual(b, { name: 'b', restartCount: 0, state: { kind: 'waiting', reason: 'ContainerCreating' } });
+    assert.deepEqual(a, { name: 'a', containerID: 'containerd://a-id', restartCount: 0, state: { kind: 'running' }, image: 'a:1' });
+    assert.deepEqual(b, { name: 'b', restartCount: 0, state: { kind: 'waiting', reason: 'ContainerCreating' }, image: 'b:1' });
     assert.deepEqual(c, {
       name: 'c',
+      image: 'c:1',
       containerID: 'containerd://c-id',
       restartCount: 2,
       state: { kind: 'terminated', exitCode: 143, reason: 'Exited', finishedAtMs: NOW - 10_000 },

@@ -30,6 +30,8 @@ export interface ContainerProjection {
   restart?: ContainerRestartProjection;
   /** It has a liveness or startup probe: kubelet may kill it, and then restart it whatever its exit code. */
   probeKills: boolean;
+  /** A resize of one of its resources restarts it (resizePolicy RestartContainer): kubelet kills it and starts it again. */
+  restartsOnResize: boolean;
 }
 
 /** `containers[].restartPolicy` and `restartPolicyRules`, as kubelet reads them after an exit (R7). */
@@ -65,6 +67,8 @@ export interface ContainerStatusProjection {
   containerID?: string;
   restartCount: number;
   state: ContainerStateProjection;
+  /** The image kubelet reports the current container runs (absent when longer than any reference). */
+  image?: string;
 }
 
 export interface PodProjection {
@@ -73,6 +77,9 @@ export interface PodProjection {
   uid: string;
   nodeName?: string;
   resourceVersion?: string;
+  /** metadata.generation and status.observedGeneration, where the API server and kubelet keep them (1.34+ by default). */
+  generation?: number;
+  observedGeneration?: number;
   phase?: string;
   /** Defaults to `Always`, as the API server does. */
   restartPolicy: string;
@@ -132,6 +139,8 @@ export function projectPod(pod: V1Pod): PodProjection {
     uid: meta.uid ?? '',
     nodeName: spec?.nodeName || undefined,
     resourceVersion: meta.resourceVersion,
+    ...(meta.generation !== undefined ? { generation: meta.generation } : {}),
+    ...(status?.observedGeneration !== undefined ? { observedGeneration: status.observedGeneration } : {}),
     phase: status?.phase,
     restartPolicy: spec?.restartPolicy ?? 'Always',
     deleting: meta.deletionTimestamp != null,
@@ -207,6 +216,7 @@ function projectContainer(container: V1Container): ContainerProjection {
     markers: readMarkers(container.env ?? []),
     ...restartOf(container),
     probeKills: container.livenessProbe != null || container.startupProbe != null,
+    restartsOnResize: (container.resizePolicy ?? []).some((p) => p.restartPolicy === 'RestartContainer'),
   };
 }
 
@@ -270,6 +280,7 @@ function projectStatus(status: V1ContainerStatus): ContainerStatusProjection {
     ...(status.containerID ? { containerID: status.containerID } : {}),
     restartCount: status.restartCount ?? 0,
     state: projectState(status),
+    ...(status.image && status.image.length <= MAX_IMAGE_REFERENCE_LENGTH ? { image: status.image } : {}),
   };
 }
 
