@@ -1,4 +1,5 @@
-// Every way kubelet starts a main again (R7), on the real kubelet: a probe kill under OnFailure,
+// Every way kubelet starts a main again (R7), on the real kubelet: a probe kill under OnFailure, an
+// image update of the running main and a resize that restarts it (whatever the restart policy),
 // a container restart rule, a container policy that stops a restart, a Pod starting all its
 // containers over; and a Pod with no main at all (R6). The main asks the sidecar for something on
 // each run (a file the sidecar answers), and both write what they did, in order, to one journal on
@@ -8,10 +9,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
 import { deployProject } from './support/deploy.ts';
+import { kubectl } from './support/kubectl.ts';
 import * as jobs from './support/jobs.ts';
 import { IGNORE_EXIT_MARK, SIDECAR_MARK, container } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
@@ -60,8 +63,12 @@ const MAIN = (rest: string, first = '') => [
   rest,
 ].join('\n');
 
-/** Runs the Job with `main` and the sidecar sharing a fresh journal; returns its Pod and journal once it finished. */
-async function run(name: string, restartPolicy: 'Never' | 'OnFailure', main: V1Container, backoffLimit = 0) {
+/**
+ * Runs the Job with `main` and the sidecar sharing a fresh journal; returns its Pod and journal once
+ * it finished. `meanwhile` acts on the running Pod (named) once the journal shows `line`.
+ */
+async function run(name: string, restartPolicy: 'Never' | 'OnFailure', main: V1Container, backoffLimit = 0,
+  meanwhile?: { line: string; act: (podName: string) => Promise<void> }) {
   const dir = `${HOST_ROOT}/${namespace}/${name}`;
   mkdirSync(dir, { recursive: true });
   const shared = { name: 'shared', mountPath: '/shared' };
@@ -75,6 +82,11 @@ async function run(name: string, restartPolicy: 'Never' | 'OnFailure', main: V1C
       container('proxy', SIDECAR, { env: [SIDECAR_MARK], volumeMounts: [shared] }),
     ],
   });
+  if (meanwhile) {
+    await waitFor(() => readFileSync(`${dir}/journal`, 'utf8').split('\n').includes(meanwhile.line) || undefined,
+      { description: `"${meanwhile.line}" in the journal`, timeoutMs: 60_000 });
+    await meanwhile.act((await jobs.onlyPod(namespace, name)).metadata!.name!);
+  }
   const { type } = await jobs.finishedJob(namespace, name, 120_000);
   const pod = await jobs.onlyPod(namespace, name);
   const journal = readFileSync(`${dir}/journal`, 'utf8').split('\n').filter(Boolean);
@@ -140,6 +152,66 @@ describe('R7: mains kubelet starts again, on the real kubelet', () => {
     const { ms, shown: logs } = sigtermAfterMainMs(pod, /^done$/);
     t.diagnostic(`restarted main done → SIGTERM seen by the sidecar: ${ms} ms`);
     assert.ok(ms >= 0 && ms < 10_000, logs);
+    assert.equal(type, 'Complete');
+  });
+
+  /**
+   * Kubelet kills a running container whose spec changed, or that a resize restarts, and starts it
+   * again whatever its restart policy: the runtime reports an ordinary exit. Run 1 waits to be
+   * killed (its SIGTERM answered with `exitOnTerm`); run 2 is served and done.
+   */
+  const killedAndRun = (exitOnTerm: number) => container('main', MAIN([
+    'if [ $n = 1 ]; then',
+    `  trap 'log "run 1 got SIGTERM"; exit ${exitOnTerm}' TERM`,
+    '  while :; do sleep 1 & wait $!; done',
+    'fi',
+    'log done',
+  ].join('\n')));
+  /** The sidecar was there for run 2, and told to stop only once it was done. */
+  const servedTheRestartedMain = (journal: string[], shown: string) => {
+    const killed = at(journal, 'main run 1 got SIGTERM');
+    assert.ok(killed > at(journal, 'proxy served 1') && killed >= 0, `run 1 was killed after it was served:\n${shown}`);
+    const served2 = at(journal, 'proxy served 2', killed);
+    assert.ok(served2 > killed, `the sidecar was not stopped at the exit kubelet restarts; it served run 2:\n${shown}`);
+    assert.ok(at(journal, 'main done', served2) > served2, shown);
+    assert.deepEqual(journal.filter((l) => l === 'proxy got SIGTERM'), ['proxy got SIGTERM'], shown);
+    assert.ok(at(journal, 'proxy got SIGTERM') > at(journal, 'main done'), `SIGTERM only after the restarted main was done:\n${shown}`);
+  };
+
+  it('Never: the running main\'s image updated: kubelet kills it (exit 143) and runs it again, and its sidecar serves the new run', async (t) => {
+    const { type, pod, journal, shown } = await run('image-update', 'Never', killedAndRun(143), 0, {
+      line: 'proxy served 1',
+      act: async (podName) => {
+        await core.patchNamespacedPod({ namespace, name: podName, body: { spec: { containers: [{ name: 'main', image: jobs.PAUSE }] } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch));
+      },
+    });
+    t.diagnostic(shown);
+    servedTheRestartedMain(journal, shown);
+    const status = containerStatus(pod, 'main');
+    assert.equal(status?.restartCount, 1, 'kubelet ran the main again once, with the new image');
+    assert.equal(status?.state?.terminated?.exitCode, 0);
+    const { ms, shown: logs } = sigtermAfterMainMs(pod, /^done$/);
+    t.diagnostic(`restarted main done → SIGTERM seen by the sidecar: ${ms} ms`);
+    assert.ok(ms >= 0 && ms < 10_000, logs);
+    assert.equal(type, 'Complete');
+  });
+
+  const noResize = !features.podResize && `Kubernetes ${version} has no in-place resize (InPlacePodVerticalScaling, on by default from 1.33)`;
+  it('OnFailure: a resize whose policy restarts the main: killed (exit 0), run again, and its sidecar serves the new run', { skip: noResize }, async (t) => {
+    const main = killedAndRun(0);
+    main.resources = { requests: { memory: '64Mi' }, limits: { memory: '64Mi' } };
+    main.resizePolicy = [{ resourceName: 'memory', restartPolicy: 'RestartContainer' }];
+    const { type, pod, journal, shown } = await run('resize', 'OnFailure', main, 3, {
+      line: 'proxy served 1',
+      act: async (podName) => {
+        const resized = { spec: { containers: [{ name: 'main', resources: { requests: { memory: '80Mi' }, limits: { memory: '80Mi' } } }] } };
+        kubectl('patch', 'pod', podName, '-n', namespace, '--subresource', 'resize', '--type', 'strategic', '-p', JSON.stringify(resized));
+      },
+    });
+    t.diagnostic(shown);
+    servedTheRestartedMain(journal, shown);
+    assert.equal(containerStatus(pod, 'main')?.restartCount, 1, 'the resize restarted the main once');
     assert.equal(type, 'Complete');
   });
 

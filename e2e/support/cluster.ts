@@ -109,11 +109,13 @@ export function versionFeatures(version = clusterEnv().k8sVersion): {
   containerRestartRules: boolean;
   /** The `RestartAllContainers` rule action (RestartAllContainersOnContainerExits: alpha 1.35; beta, on by default, from 1.36). */
   restartAllContainers: boolean;
+  /** In-place resize through the Pod's `resize` subresource (InPlacePodVerticalScaling: beta, on by default, from 1.33). */
+  podResize: boolean;
 } {
   const minor = Number(/^v1\.(\d+)\./.exec(version)?.[1]);
   if (!Number.isInteger(minor)) throw new Error(`not a Kubernetes version: ${version}`);
   return { admissionPolicies: minor >= 30, nativeSidecars: minor >= 29, sleepHook: minor >= 30, stopSignal: minor >= 33,
-    containerRestartRules: minor >= 35, restartAllContainers: minor >= 36 };
+    containerRestartRules: minor >= 35, restartAllContainers: minor >= 36, podResize: minor >= 33 };
 }
 
 export interface Clients {

@@ -8,6 +8,8 @@ import { waitFor } from './wait.ts';
 import { containerStatus, jobCondition, jobPods, toDate } from './workloads.ts';
 
 export const BUSYBOX = 'sidecar-terminator.local/busybox:1';
+/** The same busybox tree under another name (its entrypoint sleeps; a command replaces it): an image update. */
+export const PAUSE = 'sidecar-terminator.local/pause:1';
 export const SIDECAR_MARK = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT', value: 'true' };
 export const IGNORE_EXIT_MARK = { name: 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE', value: 'true' };
 
