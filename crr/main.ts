@@ -24,7 +24,7 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { requestPath } from '../api/container-recreate-request.ts';
 import type { WatchedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
-import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
+import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { projectPod } from '../rules/projection.ts';
 import { DEFAULT_OPTIONS, keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
@@ -48,7 +48,7 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
     userAgent: userAgentFor('controller', VERSION),
     onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
   });
-  await checkNodeSelector(client, config.agentlessNodeSelector);
+  await checkSelectors(client, config);
 
   const lead = () => {
     metrics.isLeader.set(1);

@@ -8,7 +8,7 @@ const S = 1000;
 const NOW = 1_000_000 * S;
 const AFTER = 120 * S;
 /** A controller that has watched for an hour, waiting `AFTER` for an agent. */
-const TIMING: AgentlessTiming = { watchingSinceMs: NOW - 3600 * S, afterMs: AFTER };
+const TIMING: AgentlessTiming = { agentsSeen: true, watchingSinceMs: NOW - 3600 * S, afterMs: AFTER };
 /** A node a day old, real, no selector, no agent Pod. */
 const node = (facts: Partial<NodeFacts> = {}): NodeFacts => ({ virtual: false, agentlessBySelector: false, createdMs: NOW - 86_400 * S, agents: [], ...facts });
 const running: AgentPodView = { running: true, notRunningSinceMs: 0 };
@@ -33,6 +33,8 @@ describe('R22: nodes where no agent runs', () => {
     ['an agent gone long ago, none since: agentless', node({ agentGoneMs: NOW - 200 * S }), {}, { kind: 'agentless' }],
     ['wait 0: never agentless by absence', node(), { afterMs: 0 }, { kind: 'real' }],
     ['wait 0, the selector still counts', node({ agentlessBySelector: true }), { afterMs: 0 }, { kind: 'agentless' }],
+    ['no agent Pod seen anywhere (a watch not synced, a selector matching none): real, however long', node(), { agentsSeen: false }, { kind: 'real' }],
+    ['no agent Pod seen anywhere, the selector still counts', node({ agentlessBySelector: true }), { agentsSeen: false }, { kind: 'agentless' }],
   ];
   for (const [name, facts, timing, want] of rows) {
     it(name, () => assert.deepEqual(nodeKindOf(facts, { ...TIMING, ...timing }, NOW), want));

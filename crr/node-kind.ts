@@ -33,7 +33,13 @@ export interface NodeFacts {
 }
 
 export interface AgentlessTiming {
-  /** When the controller began watching agent Pods: it knows nothing of what happened before. */
+  /**
+   * The agent-Pod watch has synced and holds an agent Pod on some node. Until then no node's lack of
+   * one means anything: a watch not yet listed, or a selector that matches no agent at all (an
+   * overlay that relabels the agent) would make every node agentless.
+   */
+  agentsSeen: boolean;
+  /** When the controller's watch of agent Pods first synced: it knows nothing of what happened before. */
   watchingSinceMs: number;
   /** How long a node goes without a running agent before it counts as agentless; 0: never by absence. */
   afterMs: number;
@@ -42,13 +48,14 @@ export interface AgentlessTiming {
 /**
  * The node's kind: virtual by its label; agentless when the selector names it, or when no agent
  * has run on it for `afterMs` — counted from the latest of the node's creation, the controller's
- * watch start, an agent Pod's going away, and each agent Pod's not-running start; real otherwise.
+ * watch sync, an agent Pod's going away, and each agent Pod's not-running start, and only once some
+ * agent Pod is seen anywhere (`agentsSeen`); real otherwise.
  * `recheckAtMs`: when a real node without a running agent would turn agentless.
  */
 export function nodeKindOf(node: NodeFacts, timing: AgentlessTiming, nowMs: number): { kind: NodeKind; recheckAtMs?: number } {
   if (node.virtual) return { kind: 'virtual' };
   if (node.agentlessBySelector) return { kind: 'agentless' };
-  if (node.agents.some((a) => a.running) || timing.afterMs <= 0) return { kind: 'real' };
+  if (node.agents.some((a) => a.running) || timing.afterMs <= 0 || !timing.agentsSeen) return { kind: 'real' };
   const withoutAgentSinceMs = Math.max(
     node.createdMs,
     timing.watchingSinceMs,

@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
-import { checkNodeSelector, NodeKinds } from './node-kinds.ts';
+import type { Logger } from '../common/log.ts';
+import { checkSelectors, NodeKinds } from './node-kinds.ts';
 
 const NAMESPACE = 'st';
 const AGENT_LABELS = { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'agent' };
@@ -84,11 +85,37 @@ describe('NodeKinds: the watches behind R22', () => {
 
   it('an invalid selector stops the controller at start-up with the API server\'s message; other errors are left to the watch', async () => {
     const api = new FakeKubeApi();
+    const flags = { agentlessNodeSelector: 'a=b=c', agentNamespace: NAMESPACE, agentPodSelector: 'app=agent' };
     api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 400);
-    await assert.rejects(checkNodeSelector(api, 'a=b=c'), /--agentless-node-selector "a=b=c" is not a valid label selector/);
+    await assert.rejects(checkSelectors(api, flags), /--agentless-node-selector "a=b=c" is not a valid label selector/);
+    api.inject({ method: 'get', path: podPath(NAMESPACE) }, 400);
+    await assert.rejects(checkSelectors(api, { ...flags, agentlessNodeSelector: '', agentPodSelector: 'x==' }), /--agent-pod-selector "x==" is not a valid label selector/);
     api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 503);
-    await checkNodeSelector(api, 'pool=fargate');
-    await checkNodeSelector(api, ''); // none: nothing asked
-    assert.equal(api.calls.length, 2);
+    await checkSelectors(api, { ...flags, agentlessNodeSelector: 'pool=fargate' });
+    await checkSelectors(api, { ...flags, agentlessNodeSelector: '', agentPodSelector: '' }); // none: nothing asked
+    assert.equal(api.calls.length, 4);
+  });
+
+  it('R22: a selector that matches no agent Pod at all (an overlay relabelled the agent): no node turns agentless, however long; the controller says what is wrong', async () => {
+    let nowMs = 10 * HOUR;
+    const api = new FakeKubeApi({ now: () => nowMs - HOUR });
+    api.set(resourcePath('v1', 'nodes', undefined, 'node-a'), { metadata: {} });
+    api.set(podPath(NAMESPACE, 'agent-a'), agentPod('agent-a', 'node-a', true, { 'app.kubernetes.io/name': 'platform-sidecar-terminator', 'app.kubernetes.io/component': 'agent' }));
+    const errors: { message: string; fields: Record<string, unknown> }[] = [];
+    const log = { ...createLogger('test', 'error'), error: (message: string, fields: Record<string, unknown>) => errors.push({ message, fields }) } as unknown as Logger;
+    kinds = new NodeKinds({
+      client: api, log, onRestart: () => {}, agentlessNodeSelector: '', agentlessAfterSeconds: 120,
+      agentNamespace: NAMESPACE, agentPodSelector: 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent',
+      now: () => nowMs,
+    });
+    kinds.start();
+    await until(() => kinds!.isSynced(), 'synced');
+    for (let minutes = 0; minutes <= 30; minutes += 3) {
+      assert.equal(await kinds.kindOf('node-a'), 'real', `${minutes} minutes on`);
+      nowMs += 3 * 60_000;
+    }
+    assert.ok(errors.length >= 2 && errors.length <= 7, `reported every 5 minutes while it lasts: ${errors.length}`);
+    assert.match(errors[0]!.message, /no agent Pod matches --agent-pod-selector/);
+    assert.deepEqual(errors[0]!.fields, { agentNamespace: NAMESPACE, agentPodSelector: 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent' });
   });
 });

@@ -29,6 +29,9 @@ export interface NodeKindsOptions {
 type NodeView = Pick<NodeFacts, 'virtual' | 'createdMs'>;
 type AgentPod = AgentPodView & { nodeName: string };
 
+/** How often a selector matching no agent Pod is reported while it lasts. */
+const NO_AGENTS_REPORT_MS = 5 * 60_000;
+
 const msOf = (time: Date | string | undefined): number => (time ? new Date(time).getTime() : 0);
 
 function nodeView(node: V1Node): NodeView {
@@ -49,16 +52,21 @@ function agentPodView(pod: V1Pod): AgentPod | undefined {
 }
 
 /**
- * Checks the selector with the API server, which parses it as it will for the watch: an invalid one
- * stops the controller at start-up with the API server's own message, rather than a watch that
- * fails for ever. Any other error is left to the watch's retries.
+ * Checks the flags' selectors with the API server, which parses them as it will for the watches: an
+ * invalid one stops the controller at start-up with the API server's own message, rather than a
+ * watch that fails for ever. Any other error is left to the watches' retries.
  */
-export async function checkNodeSelector(client: Pick<KubeApi, 'get'>, selector: string): Promise<void> {
+export async function checkSelectors(client: Pick<KubeApi, 'get'>, o: Pick<NodeKindsOptions, 'agentlessNodeSelector' | 'agentNamespace' | 'agentPodSelector'>): Promise<void> {
+  await checkSelector(client, resourcePath('v1', 'nodes'), '--agentless-node-selector', o.agentlessNodeSelector);
+  await checkSelector(client, podPath(o.agentNamespace), '--agent-pod-selector', o.agentPodSelector);
+}
+
+async function checkSelector(client: Pick<KubeApi, 'get'>, path: string, flag: string, selector: string): Promise<void> {
   if (!selector) return;
   try {
-    await client.get(resourcePath('v1', 'nodes'), { labelSelector: selector, limit: 1 });
+    await client.get(path, { labelSelector: selector, limit: 1 });
   } catch (err) {
-    if (statusCode(err) === 400) throw new Error(`--agentless-node-selector ${JSON.stringify(selector)} is not a valid label selector: ${(err as Error).message}`, { cause: err });
+    if (statusCode(err) === 400) throw new Error(`${flag} ${JSON.stringify(selector)} is not a valid label selector: ${(err as Error).message}`, { cause: err });
   }
 }
 
@@ -72,7 +80,10 @@ export class NodeKinds {
   private readonly agentGone = new Map<string, number>();
   /** Agent Pod key → its node, to know which node an agent Pod left. */
   private readonly agentNodes = new Map<string, string>();
-  private watchingSinceMs = 0;
+  /** When the agent-Pod watch was first seen synced; 0: not yet. */
+  private agentsSyncedAtMs = 0;
+  /** When a selector matching no agent Pod was last reported. */
+  private noAgentsToldAtMs = -Infinity;
 
   constructor(options: NodeKindsOptions) {
     this.o = options;
@@ -108,7 +119,6 @@ export class NodeKinds {
   }
 
   start(): void {
-    this.watchingSinceMs = this.now();
     for (const informer of this.informers()) informer.start();
   }
 
@@ -129,8 +139,21 @@ export class NodeKinds {
       agents: this.agents.byIndex(name),
       agentGoneMs: this.agentGone.get(name),
     };
-    const timing = { watchingSinceMs: this.watchingSinceMs, afterMs: this.o.agentlessAfterSeconds * 1000 };
-    return nodeKindOf(facts, timing, this.now()).kind;
+    const now = this.now();
+    if (!this.agentsSyncedAtMs && this.agents.isSynced()) this.agentsSyncedAtMs = now;
+    const agentsSeen = this.agentsSyncedAtMs > 0 && this.agents.size() > 0;
+    if (this.agentsSyncedAtMs > 0 && !agentsSeen) this.reportNoAgents(now);
+    const timing = { agentsSeen, watchingSinceMs: this.agentsSyncedAtMs, afterMs: this.o.agentlessAfterSeconds * 1000 };
+    return nodeKindOf(facts, timing, now).kind;
+  }
+
+  /** A selector that matches no agent Pod is a misconfiguration: said every NO_AGENTS_REPORT_MS while it lasts. */
+  private reportNoAgents(now: number): void {
+    if (now - this.noAgentsToldAtMs < NO_AGENTS_REPORT_MS) return;
+    this.noAgentsToldAtMs = now;
+    this.o.log.error('no agent Pod matches --agent-pod-selector in --agent-namespace: no node counts as agentless by the absence of an agent until one does (was the agent relabelled, or installed elsewhere?)', {
+      agentNamespace: this.o.agentNamespace, agentPodSelector: this.o.agentPodSelector,
+    });
   }
 
   private informers(): { start(): void; stop(): void; isSynced(): boolean }[] {

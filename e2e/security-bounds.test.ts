@@ -1,0 +1,243 @@
+// Hostile namespaces, round three: what a namespace's user can make big is bounded before our parts
+// read it, on the real cluster with the shipped memory limits (R48).
+// - Fat requests: forty requests of ~1.2 MB (their labels) naming a hooked Job Pod's uid, and a
+//   hundred more in another namespace, then a change of the controller's leader (which lists every
+//   request anew). The agent lists the Pod's requests before the hook; the new leader lists them
+//   all. Neither part restarts, and the Job completes within 60 s of its main. On 1.30+ an admission
+//   policy refuses such requests in the first place: it is taken off for the attack, and tried on its own.
+// - Exec hooks writing 15 MB each, four in one Pod, beside five Pods whose hooks take 20 s: the
+//   agent holds 64 KiB of any hook's output; it does not restart, and every 20 s hook runs to its end.
+// The peak memory of each part under each attack is printed against its limit.
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
+import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
+import { NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, podMetric } from './support/deploy.ts';
+import * as jobs from './support/jobs.ts';
+import { SIDECAR_MARK, container } from './support/jobs.ts';
+import { kubectl } from './support/kubectl.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { sleep, waitFor } from './support/wait.ts';
+import { containerStatus } from './support/workloads.ts';
+
+const { core, kc } = clients();
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const features = versionFeatures();
+const POD_UID_LABEL = 'crr.sidecar-terminator.dev/pod-uid';
+const METADATA_POLICY = 'request-metadata.sidecar-terminator.dev';
+const AGENT_METRICS_PORT = 9440;
+const CONTROLLER_METRICS_PORT = 9441;
+const MiB = 1024 * 1024;
+const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
+
+let ns: string;
+let other: string;
+
+/** Labels of about `bytes` in all: keys and values as long as the API allows each. */
+function fatLabels(n: number, bytes: number): Record<string, string> {
+  const prefix = ['a', 'b', 'c'].map((c) => c.repeat(63)).join('.') + '.' + 'd'.repeat(61);
+  const labels: Record<string, string> = {};
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const key = `${prefix}/l-${n}-${i}-${'x'.repeat(60)}`.slice(0, prefix.length + 1 + 63);
+    const value = `v${n}-${i}-${'y'.repeat(60)}`.slice(0, 63);
+    labels[key] = value;
+    size += key.length + value.length + 6;
+  }
+  return labels;
+}
+
+function request(namespace: string, name: string, podName: string, labels: Record<string, string>, annotations?: Record<string, string>) {
+  return custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, body: {
+    apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest',
+    metadata: { name, namespace, labels, ...(annotations ? { annotations } : {}) },
+    spec: { podName, containers: [{ name: 'proxy' }] },
+  } });
+}
+
+/** The limit the deployed manifests give a part's container. */
+function memoryLimit(pod: V1Pod): string {
+  return pod.spec?.containers[0]?.resources?.limits?.memory ?? 'none';
+}
+
+/** Restarts of every container of our parts' Pods, and whether any was OOM-killed. */
+async function health(): Promise<{ restarts: Record<string, number>; oomKilled: string[] }> {
+  const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items;
+  const restarts: Record<string, number> = {};
+  const oomKilled: string[] = [];
+  for (const p of pods) {
+    for (const s of p.status?.containerStatuses ?? []) {
+      restarts[p.metadata!.name!] = (restarts[p.metadata!.name!] ?? 0) + s.restartCount;
+      if (s.lastState?.terminated?.reason === 'OOMKilled' || s.state?.terminated?.reason === 'OOMKilled') oomKilled.push(p.metadata!.name!);
+    }
+  }
+  return { restarts, oomKilled };
+}
+
+/** Samples the RSS of a part every second until stopped; the highest seen. */
+function peakRss(pod: () => Promise<V1Pod>, port: number) {
+  let peak = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        peak = Math.max(peak, await podMetric(await pod(), port, 'process_resident_memory_bytes'));
+      } catch {
+        // A Pod between leaders, or restarting: the next sample.
+      }
+      await sleep(1_000);
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+    return peak;
+  };
+}
+
+/** Takes a cluster-scoped object off for the duration of `body`, then puts it back as it was. */
+async function without(kind: string, name: string, body: () => Promise<void>): Promise<void> {
+  const saved = JSON.parse(kubectl('get', kind, name, '-o', 'json')) as { metadata: Record<string, unknown> };
+  for (const field of ['resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation']) delete saved.metadata[field];
+  kubectl('delete', kind, name, '--wait=true');
+  try {
+    await body();
+  } finally {
+    const env = clusterEnv();
+    execFileSync(`${env.k8sBinDir}/kubectl`, ['--kubeconfig', env.kubeconfig, 'create', '-f', '-'], { input: JSON.stringify(saved) });
+  }
+}
+
+describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000 }, () => {
+  before(async () => {
+    await deployProject();
+    ns = await createTestNamespace(core, 'bounds');
+    other = await createTestNamespace(core, 'bounds-other');
+  });
+  after(async () => {
+    if (ns) await deleteTestNamespace(core, ns, { timeoutMs: 300_000 });
+    if (other) await deleteTestNamespace(core, other, { timeoutMs: 300_000 });
+  });
+
+  const noPolicies = !features.admissionPolicies && `Kubernetes ${clusterEnv().k8sVersion} serves no ValidatingAdmissionPolicy v1 (1.30+)`;
+  it('1.30+: a request with more than 32 labels, or 16 KiB of annotations, is refused by the API server', { skip: noPolicies }, async () => {
+    const refused = async (name: string, labels: Record<string, string>, annotations?: Record<string, string>) => {
+      const err = await request(ns, name, 'nothing', labels, annotations).then(() => undefined, (e: unknown) => e);
+      assert.equal(apiStatus(err), 422, `${name}: ${String(err)}`);
+      assert.match(String((err as { body?: unknown }).body ?? err), /request-metadata\.sidecar-terminator\.dev/);
+    };
+    await refused('many-labels', Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`l${i}`, 'v'])));
+    await refused('fat-annotation', {}, { note: 'x'.repeat(16_400) });
+    // Within the bounds: stored.
+    await request(ns, 'within-bounds', 'nothing', Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`l${i}`, 'v'])), { note: 'x'.repeat(1_000) });
+  });
+
+  it('forty ~1.2 MB requests naming a hooked Pod, a hundred more elsewhere, a leader change: no restart, no OOM, the Job completes within 60 s of its main', async (t) => {
+    const attack = async () => {
+      // The main ends when the test says so (/tmp/go), once the requests are in place.
+      await jobs.runJob(ns, 'hooked', {
+        restartPolicy: 'Never',
+        grace: 20,
+        containers: [
+          container('main', 'until [ -e /tmp/go ]; do sleep 0.2; done; echo main done'),
+          container('proxy', 'trap \'echo "got SIGTERM"; exit 0\' TERM; while :; do sleep 1 & wait $!; done', {
+            env: [SIDECAR_MARK],
+            lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo "hook ran" > /proc/1/fd/1'] } } },
+          }),
+        ],
+      });
+      const pod = await waitFor(async () => {
+        const [p] = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'job-name=hooked' })).items;
+        return p && containerStatus(p, 'proxy')?.state?.running ? p : undefined;
+      }, { description: 'the hooked Job Pod running', timeoutMs: 90_000 });
+      const podName = pod.metadata!.name!;
+      const before = await health();
+      const limits = { agent: memoryLimit(await agentPod()), controller: memoryLimit(await controllerLeader()) };
+      const agentPeak = peakRss(agentPod, AGENT_METRICS_PORT);
+      const controllerPeak = peakRss(() => controllerLeader(), CONTROLLER_METRICS_PORT);
+      let bytes = 0;
+      const create = async (namespace: string, name: string, podName: string, labels: Record<string, string>) => {
+        bytes += JSON.stringify(labels).length;
+        await request(namespace, name, podName, labels);
+      };
+      for (let n = 0; n < 40; n++) await create(ns, `fat-${n}`, podName, { ...fatLabels(n, 600_000), [POD_UID_LABEL]: pod.metadata!.uid! });
+      for (let n = 0; n < 100; n++) await create(other, `fat-${n}`, 'nothing', fatLabels(n, 600_000));
+      t.diagnostic(`140 requests created, ${mib(bytes)} of labels in all`);
+      // A leader change: the standby lists every request of the cluster when it takes over.
+      const leader = await controllerLeader();
+      kubectl('-n', NAMESPACE, 'delete', 'pod', leader.metadata!.name!, '--wait=false');
+      await waitFor(async () => {
+        const now = await controllerLeader(120_000);
+        return now.metadata!.name !== leader.metadata!.name ? now : undefined;
+      }, { description: 'another controller replica leading', timeoutMs: 120_000 });
+      await sleep(10_000);
+      kubectl('-n', ns, 'exec', podName, '-c', 'main', '--', 'touch', '/tmp/go');
+      const { type } = await jobs.finishedJob(ns, 'hooked', 120_000);
+      const done = await jobs.onlyPod(ns, 'hooked');
+      const peaks = { agent: await agentPeak(), controller: await controllerPeak() };
+      t.diagnostic(`peak RSS: agent ${mib(peaks.agent)} (limit ${limits.agent}), controller leader ${mib(peaks.controller)} (limit ${limits.controller})`);
+      const proxy = timestampedLogs(ns, podName, 'proxy');
+      const mainEnd = jobs.finishedAt(done, 'main');
+      const term = firstLine(proxy, /^got SIGTERM$/);
+      assert.ok(firstLine(proxy, /^hook ran$/) && term && mainEnd, showLines(proxy));
+      t.diagnostic(`main finished → sidecar's SIGTERM: ${term.atMs - mainEnd.getTime()} ms`);
+      assert.ok(term.atMs - mainEnd.getTime() < 60_000, `the sidecar was stopped within 60 s of its main:\n${showLines(proxy)}`);
+      assert.equal(type, 'Complete');
+      const after = await health();
+      assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
+      for (const [name, restarts] of Object.entries(before.restarts)) {
+        if (name in after.restarts) assert.equal(after.restarts[name], restarts, `${name} not restarted`);
+      }
+      assert.equal((await controllerPods()).every((p) => (p.status?.containerStatuses ?? []).every((s) => s.restartCount === 0)), true,
+        'the new controller replica did not restart either');
+    };
+    if (features.admissionPolicies) await without('validatingadmissionpolicybinding', METADATA_POLICY, attack);
+    else await attack();
+  });
+
+  it('four hooks writing 15 MB each in one Pod, beside five Pods whose hooks take 20 s: no restart, every 20 s hook runs to its end', async (t) => {
+    const before = await health();
+    const limit = memoryLimit(await agentPod());
+    const agentPeak = peakRss(agentPod, AGENT_METRICS_PORT);
+    const sidecar = (name: string, hook: string): V1Container => container(name, 'trap \'echo "got SIGTERM"; exit 0\' TERM; while :; do sleep 1 & wait $!; done', {
+      env: [SIDECAR_MARK],
+      lifecycle: { preStop: { exec: { command: ['sh', '-c', hook] } } },
+    });
+    const flood = 'head -c 15000000 /dev/zero | tr "\\0" x; echo "flooded" > /proc/1/fd/1';
+    const slow = 'echo "hook started" > /proc/1/fd/1; sleep 20; echo "hook ended" > /proc/1/fd/1';
+    // Every main ends at the same moment: the hooks run side by side.
+    const at = Math.ceil(Date.now() / 1000) + 40;
+    const main = container('main', `while [ $(date +%s) -lt ${at} ]; do sleep 0.2; done; echo main done`);
+    await jobs.runJob(ns, 'flood', { restartPolicy: 'Never', grace: 30, containers: [main, ...['a', 'b', 'c', 'd'].map((n) => sidecar(`flood-${n}`, flood))] });
+    const slowJobs = Array.from({ length: 5 }, (_, i) => `slow-${i}`);
+    for (const name of slowJobs) await jobs.runJob(ns, name, { restartPolicy: 'Never', grace: 30, containers: [main, sidecar('proxy', slow)] });
+    for (const name of ['flood', ...slowJobs]) assert.equal((await jobs.finishedJob(ns, name, 180_000)).type, 'Complete', name);
+    const peak = await agentPeak();
+    t.diagnostic(`agent peak RSS ${mib(peak)} (limit ${limit})`);
+    const flooded = await jobs.onlyPod(ns, 'flood');
+    for (const n of ['a', 'b', 'c', 'd']) {
+      const lines = timestampedLogs(ns, flooded.metadata!.name!, `flood-${n}`);
+      const hook = firstLine(lines, /^flooded$/);
+      const term = firstLine(lines, /^got SIGTERM$/);
+      assert.ok(hook && term && hook.atMs <= term.atMs, `flood-${n}: the hook ran to its end before SIGTERM:\n${showLines(lines)}`);
+    }
+    const events = await jobs.podEvents(flooded);
+    assert.ok(events.some((e) => e.startsWith(`Warning ${EVENT_REASONS.failedPreStopHook}`) && /more than 65536 bytes of output/.test(e)), events.join('\n'));
+    for (const name of slowJobs) {
+      const pod = await jobs.onlyPod(ns, name);
+      const lines = timestampedLogs(ns, pod.metadata!.name!, 'proxy');
+      const started = firstLine(lines, /^hook started$/);
+      const ended = firstLine(lines, /^hook ended$/);
+      const term = firstLine(lines, /^got SIGTERM$/);
+      assert.ok(started && ended && term && ended.atMs - started.atMs >= 19_000 && term.atMs >= ended.atMs, `${name}: the 20 s hook ran to its end, then SIGTERM:\n${showLines(lines)}`);
+    }
+    const after = await health();
+    assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
+    const agent = (await agentPod()).metadata!.name!;
+    assert.equal(after.restarts[agent], before.restarts[agent], 'the agent did not restart');
+  });
+});
