@@ -20,15 +20,31 @@ const USAGE = `usage: sidecar-terminator agent|controller [flags]
   --help, -h   print this and exit (\`sidecar-terminator agent --help\`: the flags of each)
   --version    print the version and exit`;
 
+/**
+ * The agent exits with this when its runtime's socket is gone (the runtime restarted, or is down),
+ * for kubelet to start it again with a fresh mount of the socket.
+ */
+const EXIT_RUNTIME_SOCKET_GONE = 3;
+
 async function main(argv: string[]): Promise<void> {
   const [role, ...args] = argv;
-  let stop: () => Promise<void>;
+  let stop: () => Promise<void> = async () => {};
   let shutdownTimeoutMs: number;
+  let stopping = false;
+  // Stops as on SIGTERM (the agent finishes its stops, a leader releases its Lease), then exits with
+  // `code`; never lets a slow API hold the exit up for long.
+  const shutdown = (code: number) => {
+    stopping = true;
+    setTimeout(() => process.exit(code), shutdownTimeoutMs).unref();
+    stop().finally(() => process.exit(code));
+  };
   if (role === 'agent') {
     const config = parseAgentConfig(args, process.env);
-    const agent = await runAgent(config, () => discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket }));
-    stop = agent.stop;
     shutdownTimeoutMs = AGENT_SHUTDOWN_TIMEOUT_MS;
+    const agent = await runAgent(config, () => discoverRuntimes({ hostRunDir: config.hostRunDir, socket: config.runtimeSocket }), () => {
+      if (!stopping) shutdown(EXIT_RUNTIME_SOCKET_GONE);
+    });
+    stop = agent.stop;
   } else if (role === 'controller') {
     stop = (await runController(parseControllerConfig(args, process.env))).stop;
     shutdownTimeoutMs = CONTROLLER_SHUTDOWN_TIMEOUT_MS;
@@ -37,15 +53,11 @@ async function main(argv: string[]): Promise<void> {
     if (role?.startsWith('-')) parseFlags(USAGE, { args: argv, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } } });
     throw new Error(role === undefined ? USAGE : `unknown role ${JSON.stringify(role)}\n${USAGE}`);
   }
-  let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       // A second signal (Ctrl-C twice) exits at once.
       if (stopping) process.exit(1);
-      stopping = true;
-      // The agent finishes its stops, a leader releases its Lease; never let a slow API hold the exit up for long.
-      setTimeout(() => process.exit(0), shutdownTimeoutMs).unref();
-      stop().finally(() => process.exit(0));
+      shutdown(0);
     });
   }
 }

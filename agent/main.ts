@@ -50,7 +50,11 @@ export interface RunningAgent {
  */
 export const STOP_DRAIN_MS = 20_000;
 
-export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery): Promise<RunningAgent> {
+/**
+ * `restart`: asks the process to stop as on SIGTERM and exit for kubelet to start the agent again
+ * (a runtime socket gone: only a new container gets a fresh mount of it).
+ */
+export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, restart: (reason: string) => void = () => {}): Promise<RunningAgent> {
   const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
   const metrics = createAgentMetrics(() => queue.depth());
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
@@ -58,7 +62,10 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery):
     onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
   });
   // Exits matter only to the fast path: without it the controller creates every request.
-  const runtimes = new RuntimeRegistry(discover, log, (runtime, id, exitCode, exitedAtMs) => fastPath.containerExited(runtime, id, exitCode, exitedAtMs));
+  const runtimes = new RuntimeRegistry(discover, log, {
+    onExit: (runtime, id, exitCode, exitedAtMs) => fastPath.containerExited(runtime, id, exitCode, exitedAtMs),
+    onSocketGone: restart,
+  });
 
   // Callbacks below run only after start(), when the queue exists.
   const enqueue = (key: string) => queue.add(key);

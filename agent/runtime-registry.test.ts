@@ -1,7 +1,7 @@
 // The runtime registry's readiness and liveness (R46, docs/design.md): a runtime that stops answering
 // is dropped and looked for again (not ready); none answering for 2 minutes, the agent asks to be
 // restarted, since a restarted runtime's new socket shows only to a new container when the socket
-// alone is mounted.
+// alone is mounted; a socket that refuses connections after it answered, at once.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLogger } from '../common/log.ts';
@@ -31,7 +31,7 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
       // The stale socket file is still there, but nothing listens: connecting fails.
       if (!up.value) throw new Error('runtime socket answers neither CRI nor Docker');
       return new DiscoveredRuntimes([fakeRuntime(up)]);
-    }, createLogger('test', 'error'), undefined, () => nowMs);
+    }, createLogger('test', 'error'), { now: () => nowMs });
     try {
       await registry.start();
       assert.equal(registry.notReadyReason(), undefined);
@@ -62,7 +62,7 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
     let nowMs = 0;
     const registry = new RuntimeRegistry(async () => {
       throw new Error('no container runtime found');
-    }, createLogger('test', 'error'), undefined, () => nowMs);
+    }, createLogger('test', 'error'), { now: () => nowMs });
     try {
       await registry.start();
       assert.match(registry.notReadyReason() ?? '', /no container runtime found/);
@@ -70,6 +70,61 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
       assert.equal(registry.notLiveReason(), undefined);
       nowMs = 120_000;
       assert.match(registry.notLiveReason() ?? '', /no container runtime found/);
+    } finally {
+      registry.close();
+    }
+  });
+
+  it('a runtime that answered, then refuses connections (restarted: its new socket is not the mounted one): the agent asks to be restarted at once, once', async () => {
+    const up = { value: true };
+    const restarts: string[] = [];
+    const registry = new RuntimeRegistry(async () => {
+      if (!up.value) throw new Error('connect ECONNREFUSED /host/var/run/containerd/containerd.sock');
+      return new DiscoveredRuntimes([fakeRuntime(up)]);
+    }, createLogger('test', 'error'), { onSocketGone: (reason) => restarts.push(reason) });
+    try {
+      await registry.start();
+      await registry.check();
+      assert.deepEqual(restarts, []);
+      up.value = false;
+      await Promise.all([registry.check(), registry.check()]);
+      assert.equal(restarts.length, 1, 'asked once, on the first check that met a refused connection');
+      assert.match(restarts[0]!, /ECONNREFUSED/);
+      await registry.check();
+      assert.equal(restarts.length, 1);
+    } finally {
+      registry.close();
+    }
+  });
+
+  it('refused at start-up (the runtime not up yet): no restart asked, it is looked for again', async () => {
+    const restarts: string[] = [];
+    const registry = new RuntimeRegistry(async () => {
+      throw new Error('connect ECONNREFUSED /host/var/run/containerd/containerd.sock');
+    }, createLogger('test', 'error'), { onSocketGone: (reason) => restarts.push(reason) });
+    try {
+      await registry.start();
+      assert.match(registry.notReadyReason() ?? '', /ECONNREFUSED/);
+      assert.deepEqual(restarts, []);
+    } finally {
+      registry.close();
+    }
+  });
+
+  it('a slow runtime (a timeout, not a refusal) is not a socket gone', async () => {
+    let slow = false;
+    const restarts: string[] = [];
+    const runtime = { idPrefix: 'containerd', close: () => {}, version: async () => {
+      if (slow) throw new Error('CRI Version on /sock failed [DEADLINE_EXCEEDED]: no answer within 10000 ms');
+      return { runtimeName: 'containerd', runtimeVersion: '2' };
+    } } as unknown as ContainerRuntime;
+    const registry = new RuntimeRegistry(async () => new DiscoveredRuntimes([runtime]), createLogger('test', 'error'), { onSocketGone: (r) => restarts.push(r) });
+    try {
+      await registry.start();
+      slow = true;
+      await registry.check();
+      await registry.check();
+      assert.deepEqual(restarts, []);
     } finally {
       registry.close();
     }

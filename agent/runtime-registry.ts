@@ -1,8 +1,14 @@
 // The node's container runtimes, connected lazily: a runtime that is down at start-up, or stops
-// answering (asked every 30 s; twice in a row, so one slow answer under load drops nothing), is
-// looked for again with backoff, and the agent reports not-ready
-// until one answers, and not live once none has answered for 2 minutes: a runtime that restarted
-// made a new socket, which a socket mounted alone into the agent shows only to a new container.
+// answering (asked every 10 s; twice in a row, so one slow answer under load drops nothing), is
+// looked for again with backoff, and the agent reports not-ready until one answers, and not live
+// once none has answered for 2 minutes.
+// A runtime that restarted made a new socket, which a socket mounted alone into the agent shows only
+// to a new container: once a runtime has answered in this process, a connection refused on its
+// socket (the mounted file has no listener any more) means just that, or a runtime that is down.
+// Either way only a new container helps, so the agent asks to be restarted at once (onSocketGone):
+// kubelet starts it again with a fresh mount as soon as the runtime serves (it cannot start one
+// before), and the requests created meanwhile are carried out then. containerd's exit stream
+// breaks the moment containerd goes, which has the runtime checked at once.
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { ContainerRuntimeOf, DiscoveredRuntimes } from './runtime/discover.ts';
@@ -13,8 +19,18 @@ export type RuntimeDiscovery = () => Promise<DiscoveredRuntimes>;
 export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
-const CHECK_EVERY_MS = 30_000;
+const CHECK_EVERY_MS = 10_000;
 const LOST_AFTER_MS = 120_000;
+/** What a connection to a socket file with nothing listening (or no file) fails with. */
+const SOCKET_GONE = /\b(ECONNREFUSED|ENOENT)\b/;
+
+export interface RuntimeRegistryOptions {
+  /** A container exited in a runtime (the fast path). */
+  onExit?: ExitListener;
+  /** A runtime that answered before refuses connections: the agent should be restarted, for a fresh mount of its socket. */
+  onSocketGone?: (reason: string) => void;
+  now?: () => number;
+}
 
 export class RuntimeRegistry {
   private runtimes: DiscoveredRuntimes | undefined;
@@ -25,17 +41,22 @@ export class RuntimeRegistry {
   /** When a runtime last answered (or the registry started). */
   private lastAnsweredMs: number;
   private failedChecks = 0;
+  /** A runtime has answered in this process: a refused connection since is a socket gone. */
+  private answeredOnce = false;
+  private checking: Promise<void> | undefined;
   private readonly now: () => number;
   private readonly discover: RuntimeDiscovery;
   private readonly log: Logger;
   private readonly onExit: ExitListener | undefined;
+  private readonly onSocketGone: ((reason: string) => void) | undefined;
 
-  constructor(discover: RuntimeDiscovery, log: Logger, onExit?: ExitListener, now: () => number = Date.now) {
+  constructor(discover: RuntimeDiscovery, log: Logger, options: RuntimeRegistryOptions = {}) {
     this.discover = discover;
     this.log = log;
-    this.onExit = onExit;
-    this.now = now;
-    this.lastAnsweredMs = now();
+    this.onExit = options.onExit;
+    this.onSocketGone = options.onSocketGone;
+    this.now = options.now ?? Date.now;
+    this.lastAnsweredMs = this.now();
   }
 
   /** Connects now, and keeps trying in the background until something answers. */
@@ -64,8 +85,18 @@ export class RuntimeRegistry {
     return `no container runtime has answered for ${Math.round(silentMs / 1000)} s (${this.lastError}): a restarted runtime's new socket shows only to a new container`;
   }
 
-  /** Asks each runtime its version: none answering twice in a row, the runtimes are dropped and looked for again. */
-  async check(): Promise<void> {
+  /**
+   * Asks each runtime its version: none answering twice in a row, the runtimes are dropped and looked
+   * for again; a socket refusing connections, the agent asks to be restarted. One check at a time.
+   */
+  check(): Promise<void> {
+    this.checking ??= this.checkOnce().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async checkOnce(): Promise<void> {
     const runtimes = this.runtimes;
     if (!runtimes) return;
     const answers = await Promise.allSettled(runtimes.runtimes.map((r) => r.version()));
@@ -74,15 +105,28 @@ export class RuntimeRegistry {
       this.failedChecks = 0;
       return;
     }
+    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+    if (this.socketGone(failed?.reason)) return;
     if (this.runtimes !== runtimes || ++this.failedChecks < 2) return;
     this.failedChecks = 0;
-    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     this.lastError = errorMessage(failed?.reason);
     this.log.warn('container runtime stopped answering, looking for it again', { runtimes: this.prefixes(), error: this.lastError });
     this.runtimes = undefined;
     runtimes.close();
     clearTimeout(this.timer);
     void this.connect();
+  }
+
+  /** A refused connection after a runtime answered: the agent asks to be restarted (once). Whether it did. */
+  private socketGone(err: unknown): boolean {
+    const message = errorMessage(err);
+    if (!this.answeredOnce || !this.onSocketGone || !SOCKET_GONE.test(message)) return false;
+    const onSocketGone = this.onSocketGone;
+    this.answeredOnce = false;
+    this.lastError = message;
+    this.log.error('the container runtime socket refuses connections: the runtime restarted (its new socket shows only to a new container) or is down; the agent exits so that kubelet starts it again with a fresh mount', { error: message });
+    onSocketGone(message);
+    return true;
   }
 
   prefixes(): string[] {
@@ -103,8 +147,11 @@ export class RuntimeRegistry {
     return runtimes.runtimes.filter((runtime) =>
       runtime.watchExits?.({
         onExit: (id, exitCode, exitedAtMs) => onExit(runtime, id, exitCode, exitedAtMs),
-        onError: (error, retryInMs) =>
-          this.log.warn('container exit stream broke, subscribing again', { runtime: runtime.idPrefix, error: error.message, retryInMs }),
+        onError: (error, retryInMs) => {
+          this.log.warn('container exit stream broke, subscribing again', { runtime: runtime.idPrefix, error: error.message, retryInMs });
+          // The runtime may have gone: asked now rather than at the next check.
+          void this.check();
+        },
       }),
     ).map((r) => r.idPrefix);
   }
@@ -114,6 +161,7 @@ export class RuntimeRegistry {
       this.runtimes = await this.discover();
       this.lastError = undefined;
       this.lastAnsweredMs = this.now();
+      this.answeredOnce = true;
       if (!this.checkTimer) {
         this.checkTimer = setInterval(() => void this.check(), CHECK_EVERY_MS);
         this.checkTimer.unref();
@@ -123,6 +171,7 @@ export class RuntimeRegistry {
       this.log.info('container runtimes connected', { runtimes: this.prefixes(), reportingExits, skipped: this.runtimes.skipped });
     } catch (err) {
       this.lastError = errorMessage(err);
+      if (this.socketGone(err)) return;
       this.log.warn('no container runtime reachable, retrying', { error: this.lastError, retryInMs: this.backoffMs });
       this.timer = setTimeout(() => void this.connect(), this.backoffMs);
       this.timer.unref();
