@@ -6,13 +6,12 @@
 // agent's and the leader's RSS and V8 heap are sampled throughout, and both take a heap snapshot
 // when the measured window opens and when it closes: flat is the target, and the snapshots show
 // what any growth is made of.
-import { spawn } from 'node:child_process';
-import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { clusterEnv } from '../e2e/support/cluster.ts';
 import { agentPods, controllerLeader } from '../e2e/support/deploy.ts';
+import { restartClusterProcess } from '../e2e/support/processes.ts';
 import type { Context } from './context.ts';
 import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, containerPid, createJob, createNamespace, deleteNamespace, jobBody, procStats, scrapeUrl, sleep, waitUntil } from './context.ts';
 import type { HeapDiff, HeapSummary } from './heap.ts';
@@ -315,42 +314,17 @@ async function restartAgent(ctx: Context, node: string): Promise<void> {
     p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 180_000, 'the new agent Pod ready', 1000);
 }
 
-/** Restarts the cluster's kube-apiserver with the same command line, as e2e/cluster/up.sh started it (pid file, log). */
+/**
+ * Restarts the cluster's kube-apiserver as the cluster's scripts stop one: SIGTERM, then SIGKILL
+ * after 10 s (it stops listening at once, but its graceful termination may keep the process a
+ * minute longer).
+ */
 async function restartApiserver(ctx: Context): Promise<void> {
-  const { clusterDir, logsDir } = clusterEnv();
-  const pidFile = join(clusterDir, 'run', 'kube-apiserver.pid');
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  // As the cluster's scripts stop it: SIGTERM, then SIGKILL after 10 s (it stops listening at once,
-  // but its graceful termination may keep the process a minute longer).
-  process.kill(pid, 'SIGTERM');
-  try {
-    await waitUntil(() => !isRunning(pid), 10_000, 'kube-apiserver stopped', 200);
-  } catch {
-    process.kill(pid, 'SIGKILL');
-    await waitUntil(() => !isRunning(pid), 10_000, 'kube-apiserver killed', 200);
-  }
-  const log = openSync(join(logsDir, 'kube-apiserver.log'), 'a');
-  const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', log, log] });
-  child.unref();
-  writeFileSync(pidFile, `${child.pid}\n`);
-  await waitUntil(async () => {
-    try {
-      await ctx.kube.get('/readyz');
-      return true;
-    } catch {
-      return false;
-    }
-  }, 120_000, 'kube-apiserver ready again', 500);
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    return state !== 'Z';
-  } catch {
-    return false;
-  }
+  await restartClusterProcess('kube-apiserver', {
+    stopTimeoutMs: 10_000,
+    ready: async () => (await ctx.kube.get('/readyz'), true),
+    readyTimeoutMs: 120_000,
+  });
 }
 
 function series(s: Sampled, fromMinute: number, toMinute: number, heaps: HeapSummary[] | undefined): MemorySeries {
