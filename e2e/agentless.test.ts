@@ -5,9 +5,12 @@
 // (the plain overlay applied again: kubectl apply removes what the agentless one added).
 // - Named by the selector: a Job's sidecar with ..._WITH_IMAGE is swapped at once, no request, the
 //   Job completes; one with only the request marker gets one Warning saying what to add.
-// - Not named, no agent Pod: within the wait the node still counts as real (a blip must not swap:
-//   the controller creates a request, which nothing carries out); once no agent has run for the
-//   wait, the image is swapped and the Job completes.
+// - Not named, and no agent Pod on any node: past the wait the node still counts as real (a watch
+//   that sees no agent anywhere proves nothing of a node): a request, no swap, and the controller
+//   says what is wrong.
+// - An install whose controller's agent selector matches no agent (an overlay relabelled the agent):
+//   past the wait, no image is swapped on the node where the agent runs; the agent carries out the
+//   request, and the controller says what is wrong.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,7 +19,7 @@ import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
 import { AGENT, CONTROLLER, NAMESPACE, controllerLeader, deployProject } from './support/deploy.ts';
-import { container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { BUSYBOX, container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { waitFor } from './support/wait.ts';
@@ -27,20 +30,31 @@ const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
 /** Long enough that the selector's Jobs finish well inside it, short for a test. */
 const AGENTLESS_AFTER_SECONDS = 90;
 
-/** The e2e overlay, with the agent kept off every node and the controller's agentless flags. */
-function writeAgentlessOverlay(): string {
-  const dir = join(clusterEnv().clusterDir, 'agentless-overlay');
+/** The controller's agent selector as an overlay that relabelled the agent leaves it: matching none. */
+const STALE_AGENT_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator-relabelled,app.kubernetes.io/component=agent';
+
+/**
+ * The e2e overlay with the controller's agentless flags, and either the agent kept off every node or
+ * the controller's agent selector matching no agent.
+ */
+function writeAgentlessOverlay(variant: 'no-agent' | 'stale-selector'): string {
+  const dir = join(clusterEnv().clusterDir, `agentless-overlay-${variant}`);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ../overlay
-patches:
+  const agentPatch = variant === 'no-agent' ? `
   - target: {kind: DaemonSet, name: ${AGENT}}
     patch: |-
       - op: add
         path: /spec/template/spec/nodeSelector/sidecar-terminator.dev~1e2e-no-agent
-        value: "true"
+        value: "true"` : '';
+  const selectorPatch = variant === 'stale-selector' ? `
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --agent-pod-selector=${STALE_AGENT_SELECTOR}` : '';
+  writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../overlay
+patches:${agentPatch}
   - target: {kind: Deployment, name: ${CONTROLLER}}
     patch: |-
       - op: add
@@ -48,9 +62,30 @@ patches:
         value: --agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}
       - op: add
         path: /spec/template/spec/containers/0/args/-
-        value: --agentless-node-selector=${AGENTLESS_LABEL}=true
+        value: --agentless-node-selector=${AGENTLESS_LABEL}=true${selectorPatch}
 `);
   return dir;
+}
+
+/** Applies the variant and waits for a leader running it; returns when its container started. */
+async function applyAgentless(variant: 'no-agent' | 'stale-selector'): Promise<{ leader: V1Pod; startedMs: number }> {
+  kubectl('apply', '-k', writeAgentlessOverlay(variant));
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+  kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
+  const leader = await waitFor(async () => {
+    const l = await controllerLeader(90_000);
+    const args = l.spec!.containers[0]!.args!;
+    return args.includes(`--agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}`) && args.some((a) => a.includes(STALE_AGENT_SELECTOR)) === (variant === 'stale-selector') ? l : undefined;
+  }, { description: `a leader with the ${variant} flags`, timeoutMs: 120_000 });
+  return { leader, startedMs: new Date(leader.status!.containerStatuses![0]!.state!.running!.startedAt!).getTime() };
+}
+
+/** Resolves 10 s after the agentless wait, counted from the leader's start, is over. */
+const pastTheWait = (startedMs: number) => new Promise((r) => setTimeout(r, Math.max(0, startedMs + (AGENTLESS_AFTER_SECONDS + 10) * 1000 - Date.now())));
+
+/** The leader's log says that no agent Pod matches its selector. */
+function saysNoAgentMatches(leader: V1Pod): boolean {
+  return kubectl('-n', NAMESPACE, 'logs', leader.metadata!.name!).includes('no agent Pod matches --agent-pod-selector');
 }
 
 async function eventsOf(pod: V1Pod, reason: string): Promise<CoreV1Event[]> {
@@ -69,16 +104,13 @@ describe('R22: a node where no agent runs', () => {
   let namespace: string | undefined;
   /** When the acting controller's container started: its watch of agent Pods began no earlier. */
   let controllerStartedMs = 0;
+  let leader: V1Pod;
 
   before(async () => {
     await deployProject(); // the plain overlay exists and is applied
-    kubectl('apply', '-k', writeAgentlessOverlay());
-    kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+    ({ leader, startedMs: controllerStartedMs } = await applyAgentless('no-agent'));
     await waitFor(async () => (await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/component=agent' })).items.length === 0,
       { description: `no agent Pod left in ${NAMESPACE}`, timeoutMs: 120_000 });
-    const leader = await controllerLeader(90_000);
-    assert.ok(leader.spec!.containers[0]!.args!.includes(`--agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}`), 'the leader runs with the agentless flags');
-    controllerStartedMs = new Date(leader.status!.containerStatuses![0]!.state!.running!.startedAt!).getTime();
     namespace = await createTestNamespace(clients().core, 'agentless');
   });
 
@@ -128,23 +160,33 @@ describe('R22: a node where no agent runs', () => {
     await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'warned', propagationPolicy: 'Background' });
   });
 
-  it('not named, no agent Pod: a request within the wait (no swap on a blip), then the swap, and the Job completes', async () => {
+  it('not named, no agent Pod on any node: past the wait the node is still real (a request, no swap), and the controller says what is wrong', async () => {
     kubectl('label', 'node', node, `${AGENTLESS_LABEL}-`);
-    const startedMs = Date.now();
+    await pastTheWait(controllerStartedMs);
     await runMarkedJob(namespace!, 'no-agent', [SIDECAR_MARK, WITH_IMAGE]);
-    const { type } = await finishedJob(namespace!, 'no-agent', (AGENTLESS_AFTER_SECONDS + 90) * 1000);
+    const pod = await waitFor(async () => {
+      const p = await onlyPod(namespace!, 'no-agent');
+      return (await requestsFor(p)).length > 0 ? p : undefined;
+    }, { description: 'a request for the Job\'s sidecar', timeoutMs: 60_000 });
+    // The controller would have swapped within a resync of the request: give it that long.
+    await new Promise((r) => setTimeout(r, 15_000));
+    const now = await clients().core.readNamespacedPod({ namespace: namespace!, name: pod.metadata!.name! });
+    assert.notEqual(now.spec?.containers.find((c) => c.name === 'proxy')?.image, QUICK_EXIT, 'not swapped');
+    assert.deepEqual(await eventsOf(now, EVENT_REASONS.replacingImage), []);
+    assert.ok(saysNoAgentMatches(leader), 'the controller logs that no agent Pod matches its selector');
+    await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'no-agent', propagationPolicy: 'Background' });
+  });
+
+  it('an agent selector that matches no agent (an overlay relabelled the agent): past the wait, no swap on the node where the agent runs; the request stops the sidecar, and the controller says what is wrong', async () => {
+    const { leader: relabelled, startedMs } = await applyAgentless('stale-selector');
+    await pastTheWait(startedMs);
+    await runMarkedJob(namespace!, 'relabelled', [SIDECAR_MARK, WITH_IMAGE]);
+    const { type } = await finishedJob(namespace!, 'relabelled');
     assert.equal(type, 'Complete');
-    const pod = await onlyPod(namespace!, 'no-agent');
-    assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, QUICK_EXIT);
-    const [swap] = await eventsOf(pod, EVENT_REASONS.replacingImage);
-    assert.ok(swap, 'a ReplacingSidecarImage event');
-    // Event times are whole seconds.
-    assert.ok(eventTimeMs(swap) >= controllerStartedMs + AGENTLESS_AFTER_SECONDS * 1000 - 1000,
-      `swapped ${eventTimeMs(swap) - controllerStartedMs} ms after the controller started: not before the ${AGENTLESS_AFTER_SECONDS} s wait`);
-    if (startedMs + 20_000 < controllerStartedMs + AGENTLESS_AFTER_SECONDS * 1000) {
-      // The mains were done well inside the wait: the node still counted as real then (a request;
-      // another after the first is not picked up in time is possible too).
-      assert.ok((await requestsFor(pod)).length >= 1, 'a request made while the node still counted as real');
-    }
+    const pod = await onlyPod(namespace!, 'relabelled');
+    assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, BUSYBOX, 'not swapped');
+    assert.deepEqual(await eventsOf(pod, EVENT_REASONS.replacingImage), []);
+    assert.ok((await requestsFor(pod)).length >= 1, 'the agent carried out a request');
+    assert.ok(saysNoAgentMatches(relabelled), 'the controller logs that no agent Pod matches its selector');
   });
 });
