@@ -8,7 +8,6 @@
 // - Exec hooks writing 15 MB each, four in one Pod, beside five Pods whose hooks take 20 s: the
 //   agent holds 64 KiB of any hook's output; it does not restart, and every 20 s hook runs to its end.
 // The peak memory of each part under each attack is printed against its limit.
-import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -20,7 +19,7 @@ import { firstLine, showLines, timestampedLogs } from './support/container-logs.
 import { NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container } from './support/jobs.ts';
-import { kubectl } from './support/kubectl.ts';
+import { kubectl, without } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
@@ -97,19 +96,6 @@ function peakRss(pod: () => Promise<V1Pod>, port: number) {
     await loop;
     return peak;
   };
-}
-
-/** Takes a cluster-scoped object off for the duration of `body`, then puts it back as it was. */
-async function without(kind: string, name: string, body: () => Promise<void>): Promise<void> {
-  const saved = JSON.parse(kubectl('get', kind, name, '-o', 'json')) as { metadata: Record<string, unknown> };
-  for (const field of ['resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation']) delete saved.metadata[field];
-  kubectl('delete', kind, name, '--wait=true');
-  try {
-    await body();
-  } finally {
-    const env = clusterEnv();
-    execFileSync(`${env.k8sBinDir}/kubectl`, ['--kubeconfig', env.kubeconfig, 'create', '-f', '-'], { input: JSON.stringify(saved) });
-  }
 }
 
 describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000 }, () => {
