@@ -2,9 +2,11 @@
 # Checks, in seconds and without compiling, that everything the tests build or install still comes
 # from where a fresh machine gets it: the module sets of the oldest and newest Kubernetes releases
 # (resolved as build-k8s.sh resolves them), containerd 2, helm and promtool from the Go module proxy,
-# and every package of scripts/debian-packages.txt from Debian's archive. The Go modules resolve into
-# an empty module cache, so neither a module cache nor a cached build on this machine stands in for
-# the proxy. Exits 1 naming each source that no longer resolves. .ci/run runs it first.
+# every package of package-lock.json from the npm registry, and every package of
+# scripts/debian-packages.txt from Debian's archive. The Go modules resolve into an empty module
+# cache, and the npm packages are asked of the registry itself, so neither a cache nor a cached build
+# on this machine stands in for where a fresh machine gets them. Exits 1 naming each source that no
+# longer resolves. .ci/run runs it first.
 # ST_CHECK_DEBIAN=0 leaves out the Debian archive (a machine without apt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +51,21 @@ check_go_tool() {
   go list -m all >/dev/null
 }
 
+# Each name@version of the lock file, asked of the registry (its version document: 404 once unpublished).
+check_npm() {
+  local registry missing
+  registry=$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
+  missing=$(node -e '
+    const lock = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const seen = new Set();
+    for (const [path, p] of Object.entries(lock.packages)) {
+      if (path && !p.link) seen.add(`${path.slice(path.lastIndexOf("node_modules/") + 13)}/${p.version}`);
+    }
+    console.log([...seen].join("\n"));' "$repo/package-lock.json" |
+    xargs -P 16 -I{} curl -s -o /dev/null -w '%{http_code} {}\n' "${registry%/}/{}" | awk '$1 != 200 { print $2 " (HTTP " $1 ")" }')
+  [ -z "$missing" ] || { echo "check-sources: the npm registry serves no $(echo $missing)" >&2; return 1; }
+}
+
 check_debian() {
   local p candidate missing=()
   apt-get update -qq
@@ -72,6 +89,7 @@ run "Kubernetes $K8S_NEWEST" check_k8s "$K8S_NEWEST"
 run "containerd $CONTAINERD2_VERSION" check_go_tool github.com/containerd/containerd/v2 "$CONTAINERD2_VERSION"
 run "helm $HELM_VERSION" check_go_tool helm.sh/helm/v3 "$HELM_VERSION"
 run "promtool $PROMTOOL_VERSION" check_go_tool github.com/prometheus/prometheus "$PROMTOOL_VERSION"
+run "npm packages" check_npm
 [ "${ST_CHECK_DEBIAN:-1}" = 0 ] || run "Debian packages" check_debian
 
 failed=()
