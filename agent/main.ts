@@ -5,6 +5,7 @@ import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/
 import { EventRecorder } from '../common/events.ts';
 import { UrgentWrites } from '../common/urgent-writes.ts';
 import { startHealthServer } from '../common/http.ts';
+import { ServerClock } from '../common/kube/server-clock.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { namespacedKey, splitKey } from '../common/informer.ts';
 import { VERSION } from '../common/version.ts';
@@ -57,9 +58,12 @@ export const STOP_DRAIN_MS = 20_000;
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, restart: (reason: string) => void = () => {}): Promise<RunningAgent> {
   const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
   const metrics = createAgentMetrics(() => queue.depth());
+  // Request deadlines count from the API server's timestamps: measured on its clock.
+  const apiClock = new ServerClock();
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
     userAgent: userAgentFor('agent', VERSION),
     onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+    clock: apiClock,
   });
   // Exits matter only to the fast path: without it the controller creates every request.
   const runtimes = new RuntimeRegistry(discover, log, {
@@ -119,6 +123,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
     requeue: enqueue,
     httpHooks: config.prestopHttpHooks,
     statusWrites: config.workers,
+    apiNow: () => apiClock.now(),
   });
   const fastPath = new FastPath({
     client,

@@ -53,6 +53,8 @@ export interface ReconcilerDeps {
    */
   statusWrites?: number;
   now?: () => number;
+  /** The API server's time, for deadlines counted from its timestamps (default: now). */
+  apiNow?: () => number;
 }
 
 /** A request planned, its stops without a hook sent: what is left is its status write (and hooked stops). */
@@ -78,6 +80,7 @@ const MAX_REFUSAL_PODS = 10_000;
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
   private readonly now: () => number;
+  private readonly apiNow: () => number;
   /**
    * Stops under way in this process (hook, StopContainer, the status write after), by full container
    * ID: never issue the same stop twice at once, and let a shutdown wait for them.
@@ -109,6 +112,7 @@ export class Reconciler {
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? (() => Date.now());
+    this.apiNow = deps.apiNow ?? this.now;
     this.handedOver = new HandedOver(this.now);
     this.returnedStops = new ReturnedStops(this.now);
     this.statusWrites = new KeyedLimit(deps.statusWrites ?? 32);
@@ -204,7 +208,7 @@ export class Reconciler {
         free.push(r);
         continue;
       }
-      const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind, runtime: new Map(), nowMs: this.now() });
+      const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind, runtime: new Map(), nowMs: this.now(), apiNowMs: this.apiNow() });
       await this.apply(r, pod, plan);
     }
     const started = (await Promise.all(free.map((r) => this.planAndStop(r, pod, key, actingAtMs)))).filter((c) => c !== undefined);
@@ -224,7 +228,7 @@ export class Reconciler {
     const runtime = await this.runtimeViews(request, pod);
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
     const inputs = { crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true };
-    let plan = planRequest({ ...inputs, nowMs: this.now() });
+    let plan = planRequest({ ...inputs, nowMs: this.now(), apiNowMs: this.apiNow() });
     // A hook runs at most once per container, whichever request asks: before one starts, the Pod's
     // other requests (completed ones too) are asked whether one of them started it already.
     if (plan.stops.some((s) => s.preStop)) {
@@ -234,7 +238,7 @@ export class Reconciler {
         this.deps.log.info('preStop hook already started by another request: not run again', {
           request: namespacedKey(request.metadata.namespace!, request.metadata.name!), containers: again.map((s) => s.containerID),
         });
-        plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now() });
+        plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now(), apiNowMs: this.apiNow() });
       }
     }
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.

@@ -78,6 +78,15 @@ describe('planRequest: one container', () => {
     { name: 'Pod being deleted: completed', in: { pod: pod({ deleting: true }) }, phase: 'Completed', stops: [], message: /being deleted/ },
     { name: 'deadline passed: completed, nothing stopped', in: { crr: { ...crr(['proxy']), spec: { ...crr(['proxy']).spec, activeDeadlineSeconds: 30 } } }, phase: 'Completed', stops: [], message: /activeDeadlineSeconds/ },
     { name: 'queued behind an older request: Pending', in: { queuedBehind: 'r0' }, phase: 'Pending', stops: [], message: /waiting for r0/ },
+    // The deadline counts from creationTimestamp, the API server's: measured on its clock, whatever the node's says.
+    {
+      name: 'a node clock 10 minutes ahead: a 300 s deadline not yet passed on the API server\'s clock, the container stopped',
+      in: { crr: withSpec(crr(['proxy']), { activeDeadlineSeconds: 300 }), nowMs: NOW + 600_000, apiNowMs: NOW }, phase: 'Recreating', stops: ['containerd://proxy-1'],
+    },
+    {
+      name: 'a node clock 10 minutes behind: a 30 s deadline passed on the API server\'s clock ends the request',
+      in: { crr: withSpec(crr(['proxy']), { activeDeadlineSeconds: 30 }), nowMs: NOW - 600_000, apiNowMs: NOW }, phase: 'Completed', stops: [], message: /activeDeadlineSeconds/,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -89,7 +98,7 @@ describe('planRequest: one container', () => {
         const text = [plan.status.message, ...(plan.status.containerRecreateStates ?? []).map((s) => s.message)].join(' ');
         assert.match(text, c.message);
       }
-      if (c.phase === 'Completed') assert.equal(plan.status.completionTime, new Date(NOW).toISOString());
+      if (c.phase === 'Completed') assert.equal(plan.status.completionTime, new Date(c.in.nowMs ?? NOW).toISOString());
     });
   }
 });

@@ -94,6 +94,11 @@ export interface RequestInputs {
   /** By container name: the runtime's view of the container ID the Pod status reports for it. */
   runtime: ReadonlyMap<string, RuntimeView>;
   nowMs: number;
+  /**
+   * The API server's time (common/kube/server-clock.ts), for the deadline, which counts from the
+   * creationTimestamp it stamped; default nowMs. A node clock ahead must not end requests early.
+   */
+  apiNowMs?: number;
   /** false: httpGet hooks are not run (agent flag --prestop-http-hooks); default true. */
   httpHooks?: boolean;
   /**
@@ -165,7 +170,7 @@ export function planRequest(input: RequestInputs): RequestPlan {
   const ending = ended(input);
   if (ending) return complete(crr, recorded, ending, nowMs);
   // Look again just after the deadline, so that a request left waiting ends on time.
-  const remaining = untilDeadlineMs(crr, nowMs);
+  const remaining = untilDeadlineMs(crr, input.apiNowMs ?? nowMs);
   const untilDeadline = remaining === undefined ? undefined : remaining + 1;
 
   if (input.queuedBehind) {
@@ -366,9 +371,9 @@ function runtimeOwnerRefusal(input: RequestInputs, recorded: Map<string, Contain
 }
 
 /** The request ends without a refusal: the Pod is going away, or the deadline passed. */
-function ended({ crr, pod, nowMs }: RequestInputs): string | undefined {
+function ended({ crr, pod, nowMs, apiNowMs }: RequestInputs): string | undefined {
   if (pod.deleting) return `Pod ${pod.name} is being deleted`;
-  return deadlinePassed(crr, nowMs);
+  return deadlinePassed(crr, apiNowMs ?? nowMs);
 }
 
 /** The runtime's view of exactly `containerID`, or an empty view. */

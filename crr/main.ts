@@ -6,6 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { startHealthServer } from '../common/http.ts';
 import type { KubeApi } from '../common/kube/api.ts';
+import { ServerClock } from '../common/kube/server-clock.ts';
 import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
@@ -44,15 +45,18 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   const log = createLogger('controller', config.logLevel).child({ identity });
   let loops: Loop[] = [];
   const metrics = createControllerMetrics(() => loops[0]?.queueDepths());
+  // Request deadlines count from the API server's timestamps: measured on its clock.
+  const apiClock = new ServerClock();
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
     userAgent: userAgentFor('controller', VERSION),
     onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+    clock: apiClock,
   });
   await checkSelectors(client, config);
 
   const lead = () => {
     metrics.isLeader.set(1);
-    loops = [startLoops(client, config, metrics, log)];
+    loops = [startLoops(client, config, metrics, log, apiClock)];
   };
   const elector = config.leaderElect
     ? new LeaderElector({
@@ -85,7 +89,7 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   };
 }
 
-function startLoops(client: KubeApi, config: ControllerConfig, metrics: ControllerMetrics, log: Logger): Loop {
+function startLoops(client: KubeApi, config: ControllerConfig, metrics: ControllerMetrics, log: Logger, apiClock: ServerClock): Loop {
   const onError = (what: string) => (key: string, err: unknown, retryInMs: number) =>
     log.warn(`${what} reconcile failed, retrying`, { key, error: errorMessage(err), retryInMs });
 
@@ -135,7 +139,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
 
   const events = new EventRecorder(client, 'sidecar-terminator', log);
   const requestsController = new RequestsController({
-    client, log, events,
+    client, log, events, now: () => apiClock.now(),
     cachedRequest: (namespace, name) => requests.get(namespacedKey(namespace, name)),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_USER_AGENT, KubeAnswerTooLargeError, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
+import { ServerClock } from './server-clock.ts';
 import { isValidName, podPath } from './paths.ts';
 import type { WatchEvent } from './api.ts';
 
@@ -225,6 +226,18 @@ describe('KubeClient', () => {
         /watch \/api\/v1\/pods: one event: the answer is over 65536 bytes/,
       );
       assert.deepEqual(names, ['small']);
+    });
+  });
+
+  describe('the API server\'s clock, from each answer\'s Date header', () => {
+    it('an API server two minutes ahead: the clock says so; an answer without a Date header changes nothing', async () => {
+      const clock = new ServerClock();
+      client = new KubeClient({ server }, { clock });
+      const ahead = () => json(200, {}, { Date: new Date(Date.now() + 120_000).toUTCString() });
+      api.replies = [ahead(), ahead(), ahead()];
+      for (let i = 0; i < 3; i++) await client.get('/api/v1/pods');
+      assert.ok(Math.abs(clock.offsetMs() - 120_000) < 1_500, String(clock.offsetMs()));
+      assert.ok(Math.abs(clock.now() - (Date.now() + 120_000)) < 1_500);
     });
   });
 

@@ -7,6 +7,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
 import type { KubeConnection } from './config.ts';
+import type { ServerClock } from './server-clock.ts';
 
 const CONTENT_TYPES: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
@@ -125,6 +126,8 @@ export interface KubeClientOptions {
   onResponse?: (verb: ApiVerb, code: string) => void;
   /** The most of one answer or watch event read (default MAX_ANSWER_BYTES). */
   maxAnswerBytes?: number;
+  /** Told of every answer's Date header: the API server's clock. */
+  clock?: ServerClock;
 }
 
 export type ApiVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
@@ -155,10 +158,12 @@ export class KubeClient implements KubeApi {
   private readonly userAgent: string;
   private readonly onResponse: KubeClientOptions['onResponse'];
   private readonly maxAnswerBytes: number;
+  private readonly clock: ServerClock | undefined;
 
   constructor(conn: KubeConnection, options: KubeClientOptions = {}) {
     this.conn = conn;
     this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+    this.clock = options.clock;
     this.base = new URL(conn.server);
     this.userAgent = options.userAgent || DEFAULT_USER_AGENT;
     this.onResponse = options.onResponse;
@@ -315,9 +320,11 @@ export class KubeClient implements KubeApi {
       if (!told) this.onResponse?.(verb, code);
       told = true;
     };
+    const sentAtMs = Date.now();
     return new Promise((resolve, reject) => {
       const req = this.request(url, options, (res) => {
         tell(String(res.statusCode ?? 0));
+        this.clock?.observe(res.headers.date, sentAtMs, Date.now());
         resolve(res);
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${o.timeoutMs} ms`)));
