@@ -144,7 +144,7 @@ describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000
       const before = await health();
       const limits = { agent: memoryLimit(await agentPod()), controller: memoryLimit(await controllerLeader()) };
       const agentPeak = peakRss(agentPod, AGENT_METRICS_PORT);
-      const controllerPeak = peakRss(() => controllerLeader(), CONTROLLER_METRICS_PORT);
+      const controllerPeak = peakRss(() => controllerLeader(5_000), CONTROLLER_METRICS_PORT);
       let bytes = 0;
       const create = async (namespace: string, name: string, podName: string, labels: Record<string, string>) => {
         bytes += JSON.stringify(labels).length;
