@@ -54,11 +54,17 @@ describe('R46: containerd restarted on the node', { timeout: 300_000 }, () => {
     t.diagnostic(`main finished → Job Complete: ${ms} ms (1 s precision)`);
     assert.equal(type, 'Complete');
     assert.ok(ms <= 30_000, `the Job completed within 30 s of its main: ${ms} ms`);
-    // The agent asked to be restarted once (exit code 3), rather than waiting for its liveness probe.
+    // The agent exited on its own for a fresh socket mount, and kubelet started it again as soon as
+    // containerd served: not after its liveness probe's minutes. It exits with code 3; an exit while
+    // containerd was down is one containerd never saw, which it reports as 255, reason Unknown.
     const agentAfter = await waitFor(async () => {
       const p = await agentPod();
       return p.metadata!.name === agentBefore.metadata!.name && restarts(p) > restarts(agentBefore) ? p : undefined;
     }, { description: 'the agent container restarted', timeoutMs: 30_000 });
-    assert.equal(agentAfter.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 3, 'it exited for a fresh socket mount');
+    const status = agentAfter.status!.containerStatuses![0]!;
+    const exited = status.lastState?.terminated;
+    t.diagnostic(`the agent's last run ended with ${exited?.exitCode} (${exited?.reason}); its new run started ${new Date(status.state!.running!.startedAt!).getTime() - startedAtMs} ms after containerd served again`);
+    assert.ok(exited?.exitCode === 3 || (exited?.exitCode === 255 && exited.reason === 'Unknown'), JSON.stringify(exited));
+    assert.ok(new Date(status.state!.running!.startedAt!).getTime() - startedAtMs < 20_000, 'started again within seconds of containerd serving');
   });
 });
