@@ -18,7 +18,7 @@ import { errorMessage } from '../common/log.ts';
 import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { Refusal, RequestPlan, RuntimeView, StopOrder } from './request-plan.ts';
 import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, leftoverStops, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
-import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
+import { keptRequest, POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import { runPreStop } from './prestop.ts';
@@ -270,7 +270,7 @@ export class Reconciler {
   private async preStopsStartedElsewhere(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Set<string>> {
     const started = new Set<string>();
     const selector = { labelSelector: `${LABEL_POD_UID}=${pod.uid}` };
-    await listPaged<ContainerRecreateRequest>(this.deps.client, requestPath(pod.namespace), { first: selector, next: selector, pageSize: REQUEST_PAGE_SIZE }, (items) => {
+    await listPaged<ContainerRecreateRequest>(this.deps.client, requestPath(pod.namespace), { first: selector, next: selector, pageSize: POD_REQUESTS_PAGE_SIZE }, (items) => {
       for (const r of items) {
         if (r.metadata.uid === crr.metadata.uid) continue;
         for (const s of r.status?.containerRecreateStates ?? []) if (s.preStopContainerID) started.add(s.preStopContainerID);

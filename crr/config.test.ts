@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InfoRequested } from '../common/flags.ts';
+import { RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
 import { CONTROLLER_USAGE, parseControllerConfig } from './config.ts';
 
 describe('parseControllerConfig', () => {
@@ -33,9 +34,17 @@ describe('parseControllerConfig', () => {
     assert.equal(parseControllerConfig(['--agentless-node-selector', ' pool=fargate '], {}).agentlessNodeSelector, 'pool=fargate');
   });
 
+  it('the images swapped in where no agent runs (R22): the released quick-exit image by default, a list, or none', () => {
+    assert.deepEqual(parseControllerConfig([], {}).agentlessSwapImages, [RELEASED_QUICK_EXIT_IMAGE]);
+    assert.deepEqual(parseControllerConfig(['--agentless-swap-images', ' registry.example.com/qe , busybox:1.36,'], {}).agentlessSwapImages, ['registry.example.com/qe', 'busybox:1.36']);
+    assert.deepEqual(parseControllerConfig(['--agentless-swap-images', ''], {}).agentlessSwapImages, []);
+  });
+
   const refused: Array<[string[], RegExp]> = [
     [['--agentless-after-seconds', '3601'], /--agentless-after-seconds must be a whole number from 0 to 3600/],
     [['--agent-pod-selector', ' '], /--agent-pod-selector must not be empty/],
+    [['--agentless-swap-images', 'a b'], /--agentless-swap-images: "a b" is not an image reference/],
+    [['--agentless-swap-images', 'x'.repeat(1025)], /--agentless-swap-images: "x+" is not an image reference/],
     [['--request-deadline-seconds', '2'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "2"/],
     [['--request-deadline-seconds', '86401'], /--request-deadline-seconds must be a whole number from 3 to 86400, got "86401"/],
     [['--request-deadline-seconds', '3000000'], /from 3 to 86400/],

@@ -1,6 +1,7 @@
 // The cluster controller's configuration, from flags.
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
-import { DEFAULT_OPTIONS } from '../rules/requests.ts';
+import { MAX_IMAGE_REFERENCE_LENGTH } from '../rules/projection.ts';
+import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
 import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
@@ -28,6 +29,8 @@ export interface ControllerConfig {
   agentlessNodeSelector: string;
   /** How long a node goes without a running agent before its Pods get image swaps; 0: never. */
   agentlessAfterSeconds: number;
+  /** The images a sidecar may be swapped for on those nodes, by repository or in full (R22). */
+  agentlessSwapImages: string[];
   /** The agent Pods' labels, in the controller's own namespace (env POD_NAMESPACE). */
   agentPodSelector: string;
   agentNamespace: string;
@@ -51,6 +54,9 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
                                     their Pods' sidecars get the ..._WITH_IMAGE swap at once (default: none)
   --agentless-after-seconds N       a node where no agent container has run for this long is treated the same way;
                                     0: never, at most ${MAX_AGENTLESS_AFTER_SECONDS} (default 120)
+  --agentless-swap-images LIST      the only ..._WITH_IMAGE images swapped in on those nodes, comma-separated: a
+                                    repository allows its every tag and digest, a reference with a tag or digest
+                                    that image alone; empty: none (default ${RELEASED_QUICK_EXIT_IMAGE})
   --agent-pod-selector SEL          the labels of the agent Pods, in the controller's namespace (default ${DEFAULT_AGENT_POD_SELECTOR})
 ${COMMON_USAGE}`;
 
@@ -71,6 +77,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'sidecar-start-timeout-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.sidecarStartTimeoutSeconds) },
       'agentless-node-selector': { type: 'string', default: '' },
       'agentless-after-seconds': { type: 'string', default: '120' },
+      'agentless-swap-images': { type: 'string', default: RELEASED_QUICK_EXIT_IMAGE },
       'agent-pod-selector': { type: 'string', default: DEFAULT_AGENT_POD_SELECTOR },
     },
     strict: true,
@@ -91,10 +98,19 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     sidecarStartTimeoutSeconds: startTimeout,
     agentlessNodeSelector: values['agentless-node-selector'].trim(),
     agentlessAfterSeconds: intInRange('agentless-after-seconds', values['agentless-after-seconds'], 0, MAX_AGENTLESS_AFTER_SECONDS),
+    agentlessSwapImages: imageList('agentless-swap-images', values['agentless-swap-images']),
     agentPodSelector: nonEmpty('agent-pod-selector', values['agent-pod-selector']),
     agentNamespace: env.POD_NAMESPACE ?? 'sidecar-terminator',
     logLevel: logLevel(values['log-level'], env),
   };
+}
+
+/** Image references, comma-separated; each one word, no longer than a reference the API server keeps. */
+function imageList(flag: string, value: string): string[] {
+  const images = value.split(',').map((i) => i.trim()).filter((i) => i !== '');
+  const bad = images.find((i) => /\s/.test(i) || i.length > MAX_IMAGE_REFERENCE_LENGTH);
+  if (bad !== undefined) throw new Error(`--${flag}: ${JSON.stringify(bad.slice(0, 80))} is not an image reference`);
+  return images;
 }
 
 function nonEmpty(flag: string, value: string): string {

@@ -154,6 +154,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
       activeDeadlineSeconds: config.requestDeadlineSeconds,
       ttlSecondsAfterFinished: config.requestTTLSeconds,
       sidecarStartTimeoutSeconds: config.sidecarStartTimeoutSeconds,
+      agentlessSwapImages: config.agentlessSwapImages,
     },
   });
   const requestQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => requestsController.reconcile(key), onError: onError('request') });

@@ -46,7 +46,7 @@ function harness(o: HarnessOptions = {}) {
     nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
     metrics,
-    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120 },
+    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: [] },
     log,
     now: () => NOW,
   });

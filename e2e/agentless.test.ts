@@ -4,7 +4,9 @@
 // given --agentless-node-selector and --agentless-after-seconds; everything is restored afterwards
 // (the plain overlay applied again: kubectl apply removes what the agentless one added).
 // - Named by the selector: a Job's sidecar with ..._WITH_IMAGE is swapped at once, no request, the
-//   Job completes; one with only the request marker gets one Warning saying what to add.
+//   Job completes; one with only the request marker gets one Warning saying what to add; one whose
+//   ..._WITH_IMAGE names an image not in --agentless-swap-images (an image no admission saw at the
+//   Pod's creation) keeps its image, and gets one Warning naming the image and the flag.
 // - Not named, and no agent Pod on any node: past the wait the node still counts as real (a watch
 //   that sees no agent anywhere proves nothing of a node): a request, no swap, and the controller
 //   says what is wrong.
@@ -19,12 +21,13 @@ import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
 import { AGENT, CONTROLLER, NAMESPACE, controllerLeader, deployProject } from './support/deploy.ts';
-import { BUSYBOX, container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { BUSYBOX, PAUSE, container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { waitFor } from './support/wait.ts';
 
-const QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
+const QUICK_EXIT_REPOSITORY = 'sidecar-terminator.local/quick-exit';
+const QUICK_EXIT = `${QUICK_EXIT_REPOSITORY}:1`;
 const WITH_IMAGE = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT };
 const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
 /** Long enough that the selector's Jobs finish well inside it, short for a test. */
@@ -62,7 +65,10 @@ patches:${agentPatch}
         value: --agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}
       - op: add
         path: /spec/template/spec/containers/0/args/-
-        value: --agentless-node-selector=${AGENTLESS_LABEL}=true${selectorPatch}
+        value: --agentless-node-selector=${AGENTLESS_LABEL}=true
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --agentless-swap-images=${QUICK_EXIT_REPOSITORY}${selectorPatch}
 `);
   return dir;
 }
@@ -158,6 +164,22 @@ describe('R22: a node where no agent runs', () => {
     assert.equal(warning.count ?? 1, 1, 'sent once');
     assert.deepEqual(await requestsFor(pod), []);
     await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'warned', propagationPolicy: 'Background' });
+  });
+
+  it('named by the selector, ..._WITH_IMAGE naming an image the operator does not allow: not swapped, one Warning naming it', async () => {
+    await runMarkedJob(namespace!, 'unlisted', [SIDECAR_MARK, { name: WITH_IMAGE.name, value: PAUSE }]);
+    const pod = await waitFor(async () => {
+      const p = await onlyPod(namespace!, 'unlisted');
+      return p.status?.containerStatuses?.find((s) => s.name === 'main')?.state?.terminated ? p : undefined;
+    }, { description: 'the main container of Job unlisted done', timeoutMs: 60_000 });
+    const warning = await waitFor(async () => (await eventsOf(pod, EVENT_REASONS.notStoppable))[0],
+      { description: `a ${EVENT_REASONS.notStoppable} Warning`, timeoutMs: 30_000 });
+    assert.match(warning.message ?? '', new RegExp(`"proxy" names ${PAUSE.replace(/[.]/g, '\\.')}: not an image the operator allows.*--agentless-swap-images: ${QUICK_EXIT_REPOSITORY}`));
+    assert.equal(warning.count ?? 1, 1, 'sent once');
+    const now = await clients().core.readNamespacedPod({ namespace: namespace!, name: pod.metadata!.name! });
+    assert.equal(now.spec?.containers.find((c) => c.name === 'proxy')?.image, BUSYBOX, 'not swapped');
+    assert.deepEqual(await eventsOf(now, EVENT_REASONS.replacingImage), []);
+    await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'unlisted', propagationPolicy: 'Background' });
   });
 
   it('not named, no agent Pod on any node: past the wait the node is still real (a request, no swap), and the controller says what is wrong', async () => {

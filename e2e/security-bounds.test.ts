@@ -1,8 +1,14 @@
 // Hostile namespaces, round three: what a namespace's user can make big is bounded before our parts
 // read it, on the real cluster with the shipped memory limits (R48).
-// - A request with more labels or annotations than the admission policy allows (1.30+) is refused.
+// - Fat requests: forty requests of ~1.2 MB (their labels) naming a hooked Job Pod's uid, and a
+//   hundred more in another namespace, then a change of the controller's leader (which lists every
+//   request anew). The agent lists the Pod's requests before the hook; the new leader lists them
+//   all. Neither part restarts, and the Job completes within 60 s of its main. On 1.30+ an admission
+//   policy refuses such requests in the first place: it is taken off for the attack, and tried on its own.
 // - Exec hooks writing 15 MB each, four in one Pod, beside five Pods whose hooks take 20 s: the
 //   agent holds 64 KiB of any hook's output; it does not restart, and every 20 s hook runs to its end.
+//   (Run before the fat requests: the API server filters a namespace's requests by label only after
+//   reading them all, which slows every list of the namespace while they are there.)
 // The peak memory of each part under each attack is printed against its limit.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,20 +18,39 @@ import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
-import { NAMESPACE, agentPod, deployProject, podMetric } from './support/deploy.ts';
+import { NAMESPACE, agentPod, controllerLeader, controllerPods, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container } from './support/jobs.ts';
+import { kubectl, without } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { sleep } from './support/wait.ts';
+import { sleep, waitFor } from './support/wait.ts';
+import { containerStatus } from './support/workloads.ts';
 
 const { core, kc } = clients();
 const custom = kc.makeApiClient(k8s.CustomObjectsApi);
 const features = versionFeatures();
+const POD_UID_LABEL = 'crr.sidecar-terminator.dev/pod-uid';
+const METADATA_POLICY = 'request-metadata.sidecar-terminator.dev';
 const AGENT_METRICS_PORT = 9440;
+const CONTROLLER_METRICS_PORT = 9441;
 const MiB = 1024 * 1024;
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
 
 let ns: string;
+let other: string;
+
+/** Labels of about `bytes` in all: keys and values as long as the API allows each. */
+function fatLabels(n: number, bytes: number): Record<string, string> {
+  const prefix = ['a', 'b', 'c'].map((c) => c.repeat(63)).join('.') + '.' + 'd'.repeat(61);
+  const labels: Record<string, string> = {};
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const key = `${prefix}/l-${n}-${i}-${'x'.repeat(60)}`.slice(0, prefix.length + 1 + 63);
+    const value = `v${n}-${i}-${'y'.repeat(60)}`.slice(0, 63);
+    labels[key] = value;
+    size += key.length + value.length + 6;
+  }
+  return labels;
+}
 
 function request(namespace: string, name: string, podName: string, labels: Record<string, string>, annotations?: Record<string, string>) {
   return custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, body: {
@@ -79,9 +104,11 @@ describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000
   before(async () => {
     await deployProject();
     ns = await createTestNamespace(core, 'bounds');
+    other = await createTestNamespace(core, 'bounds-other');
   });
   after(async () => {
-    if (ns) await deleteTestNamespace(core, ns);
+    if (ns) await deleteTestNamespace(core, ns, { timeoutMs: 300_000 });
+    if (other) await deleteTestNamespace(core, other, { timeoutMs: 300_000 });
   });
 
   const noPolicies = !features.admissionPolicies && `Kubernetes ${clusterEnv().k8sVersion} serves no ValidatingAdmissionPolicy v1 (1.30+)`;
@@ -137,5 +164,78 @@ describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000
     assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
     const agent = (await agentPod()).metadata!.name!;
     assert.equal(after.restarts[agent], before.restarts[agent], 'the agent did not restart');
+  });
+
+  it('forty ~1.2 MB requests naming a hooked Pod, a hundred more elsewhere, a leader change: no restart, no OOM, the Job completes within 60 s of its main', async (t) => {
+    const attack = async () => {
+      // The main ends when the test says so (/tmp/go), once the requests are in place.
+      await jobs.runJob(ns, 'hooked', {
+        restartPolicy: 'Never',
+        grace: 20,
+        containers: [
+          container('main', 'until [ -e /tmp/go ]; do sleep 0.2; done; echo main done'),
+          container('proxy', 'trap \'echo "got SIGTERM"; exit 0\' TERM; while :; do sleep 1 & wait $!; done', {
+            env: [SIDECAR_MARK],
+            lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo "hook ran" > /proc/1/fd/1'] } } },
+          }),
+        ],
+      });
+      const pod = await waitFor(async () => {
+        const [p] = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'job-name=hooked' })).items;
+        return p && containerStatus(p, 'proxy')?.state?.running ? p : undefined;
+      }, { description: 'the hooked Job Pod running', timeoutMs: 90_000 });
+      const podName = pod.metadata!.name!;
+      const before = await health();
+      const limits = { agent: memoryLimit(await agentPod()), controller: memoryLimit(await controllerLeader()) };
+      const agentPeak = peakRss(agentPod, AGENT_METRICS_PORT);
+      const controllerPeak = peakRss(() => controllerLeader(5_000), CONTROLLER_METRICS_PORT);
+      let bytes = 0;
+      const create = async (namespace: string, name: string, podName: string, labels: Record<string, string>) => {
+        bytes += JSON.stringify(labels).length;
+        await request(namespace, name, podName, labels);
+      };
+      // Labelled with the Pod's uid but naming another Pod: refused by the controller, and kept (their
+      // TTL) where the agent reads them before the hooked stop (a hook runs once, whichever request asks).
+      const creates = [
+        ...Array.from({ length: 40 }, (_, n) => () => create(ns, `fat-${n}`, 'another-pod', { ...fatLabels(n, 600_000), [POD_UID_LABEL]: pod.metadata!.uid! })),
+        ...Array.from({ length: 100 }, (_, n) => () => create(other, `fat-${n}`, 'nothing', fatLabels(n, 600_000))),
+      ];
+      // Eight at a time, as a user's script would.
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let next = creates.shift(); next; next = creates.shift()) await next();
+      }));
+      t.diagnostic(`140 requests created, ${mib(bytes)} of labels in all`);
+      // A leader change: the standby lists every request of the cluster when it takes over.
+      const leader = await controllerLeader();
+      kubectl('-n', NAMESPACE, 'delete', 'pod', leader.metadata!.name!, '--wait=false');
+      await waitFor(async () => {
+        const now = await controllerLeader(120_000);
+        return now.metadata!.name !== leader.metadata!.name ? now : undefined;
+      }, { description: 'another controller replica leading', timeoutMs: 120_000 });
+      await sleep(10_000);
+      kubectl('-n', ns, 'exec', podName, '-c', 'main', '--', 'touch', '/tmp/go');
+      const { type } = await jobs.finishedJob(ns, 'hooked', 120_000);
+      const done = await jobs.onlyPod(ns, 'hooked');
+      const peaks = { agent: await agentPeak(), controller: await controllerPeak() };
+      t.diagnostic(`peak RSS: agent ${mib(peaks.agent)} (limit ${limits.agent}), controller leader ${mib(peaks.controller)} (limit ${limits.controller})`);
+      const proxy = timestampedLogs(ns, podName, 'proxy');
+      const mainEnd = jobs.finishedAt(done, 'main');
+      const term = firstLine(proxy, /^got SIGTERM$/);
+      assert.ok(firstLine(proxy, /^hook ran$/) && term && mainEnd, showLines(proxy));
+      t.diagnostic(`main finished → sidecar's SIGTERM: ${term.atMs - mainEnd.getTime()} ms`);
+      // finishedAt is whole seconds.
+      assert.ok(term.atMs >= mainEnd.getTime() - 1_000, `the sidecar was stopped after its main, not before:\n${showLines(proxy)}`);
+      assert.ok(term.atMs - mainEnd.getTime() < 60_000, `the sidecar was stopped within 60 s of its main:\n${showLines(proxy)}`);
+      assert.equal(type, 'Complete');
+      const after = await health();
+      assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
+      for (const [name, restarts] of Object.entries(before.restarts)) {
+        if (name in after.restarts) assert.equal(after.restarts[name], restarts, `${name} not restarted`);
+      }
+      assert.equal((await controllerPods()).every((p) => (p.status?.containerStatuses ?? []).every((s) => s.restartCount === 0)), true,
+        'the new controller replica did not restart either');
+    };
+    if (features.admissionPolicies) await without('validatingadmissionpolicybinding', METADATA_POLICY, attack);
+    else await attack();
   });
 });

@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerSpec } from '../test/support/pods.ts';
-import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, reasons, request, sidecar, UID } from '../test/support/pods.ts';
+import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, NOW, reasons, request, sidecar, UID } from '../test/support/pods.ts';
+import { firstFreeNumber } from './decide.ts';
 import type { ExistingRequest } from './requests.ts';
 import { MAX_REQUEST_ATTEMPTS, MAX_REQUEST_NAME_NUMBER, requestName } from './requests.ts';
 
@@ -97,12 +98,25 @@ describe('R11, R30: attempts are capped by our own requests only', () => {
     assert.match(decision.events[0]?.message ?? '', new RegExp(`${MAX_REQUEST_ATTEMPTS} ContainerRecreateRequests did not stop sidecar "proxy"`));
   });
 
-  it(`every name up to -${MAX_REQUEST_NAME_NUMBER} held by others: waited on and looked at again, never given up`, () => {
-    const last = request({ attempt: MAX_REQUEST_NAME_NUMBER, containers: ['proxy'], labels: wrongNode });
-    const ours = request({ attempt: MAX_REQUEST_NAME_NUMBER - 1, containers: ['proxy'], completedAgoMs: 120_000 });
-    const decision = expectKind(decideFor(stillRunning, 'real', [ours, last], { options: FAST_RETRY }), 'wait');
-    assert.equal(decision.reason, 'namesTaken');
-    assert.ok(decision.requeueAfterMs !== undefined && decision.requeueAfterMs > 0);
-    assert.match(decision.events.at(-1)?.message ?? '', new RegExp(`every name up to ${requestName(UID, MAX_REQUEST_NAME_NUMBER)} is taken.*"proxy" keeps running`));
+  it(`the name -${MAX_REQUEST_NAME_NUMBER} taken by a request labelled as ours: numbering starts again at the lowest free name`, () => {
+    const ours = request({ attempt: 1, containers: ['proxy'], completedAgoMs: 120_000 });
+    const top = { ...request({ attempt: MAX_REQUEST_NAME_NUMBER, containers: ['proxy'], completedAgoMs: 60_000 }), creationTimeMs: NOW - 60_000 };
+    const decision = expectKind(decideFor(stillRunning, 'real', [ours, top], { options: FAST_RETRY }), 'createRequest');
+    assert.equal(decision.attempt, 2);
+    // The request made after the one at the top counts as the latest, so the next one follows it.
+    const second = { ...request({ attempt: 2, containers: ['proxy'], completedAgoMs: 30_000 }), creationTimeMs: NOW - 30_000 };
+    assert.equal(expectKind(decideFor(stillRunning, 'real', [ours, top, second], { options: FAST_RETRY }), 'createRequest').attempt, 3);
+    const active = { ...second, completed: false, phase: 'Recreating' as const };
+    assert.equal(expectKind(decideFor(stillRunning, 'real', [ours, top, active]), 'wait').reason, 'requestActive');
+  });
+
+  it('the first free name: after the latest, else from the lowest, else none', () => {
+    const rows: Array<[after: number, taken: number[], max: number, free: number | undefined]> = [
+      [0, [], 5, 1],
+      [2, [3, 4], 5, 5],
+      [5, [1, 2], 5, undefined],
+      [0, [1, 2, 3, 4, 5], 5, undefined],
+    ];
+    for (const [after, taken, max, free] of rows) assert.equal(firstFreeNumber(after, new Set(taken), max), free, `after ${after}, taken ${taken.join(',')}`);
   });
 });

@@ -1,9 +1,10 @@
-// Rules R20–R21 (docs/design.md): virtual nodes, stopping sidecars by swapping their image.
+// Rules R20–R22 (docs/design.md): virtual nodes and nodes without an agent, stopping sidecars by swapping their image.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { StateSpec } from '../test/support/pods.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from '../test/support/pods.ts';
+import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from './requests.ts';
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 
@@ -71,9 +72,11 @@ describe('R20–R21: virtual nodes', () => {
 });
 
 describe('R22: real nodes without an agent, treated as virtual ones', () => {
+  const allowing = (...agentlessSwapImages: string[]) => ({ options: { ...DEFAULT_OPTIONS, agentlessSwapImages } });
+
   it('both markers: the image swap instead of a request, with the event saying why', () => {
     const pod = done({ name: 'proxy', state: 'running', env: [WHEN_JOB_EXIT, withImage('exit0:1')] });
-    const decision = expectKind(decideFor(pod, 'agentless'), 'swapImages');
+    const decision = expectKind(decideFor(pod, 'agentless', [], allowing('exit0')), 'swapImages');
     assert.deepEqual(decision.swaps.map((s) => s.container), ['proxy']);
     assert.match(decision.events[0]?.message ?? '', /node without an agent: the new container exits at once/);
   });
@@ -87,7 +90,45 @@ describe('R22: real nodes without an agent, treated as virtual ones', () => {
 
   it('a sidecar waiting without a container ID is swapped, as on a virtual node', () => {
     const pod = done(imageSidecar('a', 'exit0:1', 'waiting', { id: null }));
-    assert.equal(decideFor(pod, 'agentless').kind, 'swapImages');
+    assert.equal(decideFor(pod, 'agentless', [], allowing('exit0:1')).kind, 'swapImages');
+  });
+
+  describe('only images the operator allows are swapped in (--agentless-swap-images)', () => {
+    const rows: Array<{ name: string; image: string; allowed: string[]; swapped: boolean }> = [
+      { name: 'the released quick-exit image, by default', image: `${RELEASED_QUICK_EXIT_IMAGE}:1`, allowed: DEFAULT_OPTIONS.agentlessSwapImages.slice(), swapped: true },
+      { name: 'any other image, by default', image: 'evil.example.com/miner:1', allowed: DEFAULT_OPTIONS.agentlessSwapImages.slice(), swapped: false },
+      { name: 'a repository allows its digests', image: 'registry.example.com/qe@sha256:' + 'a'.repeat(64), allowed: ['registry.example.com/qe'], swapped: true },
+      { name: 'a short name is Docker Hub\'s', image: 'busybox:1.36', allowed: ['docker.io/library/busybox'], swapped: true },
+      { name: 'a tag allows that tag alone', image: 'registry.example.com/qe:2', allowed: ['registry.example.com/qe:1'], swapped: false },
+      { name: 'a repository is not its prefix', image: 'registry.example.com/qe-evil:1', allowed: ['registry.example.com/qe'], swapped: false },
+      { name: 'none allowed', image: `${RELEASED_QUICK_EXIT_IMAGE}:1`, allowed: [], swapped: false },
+    ];
+    for (const row of rows) {
+      it(`${row.name}: ${row.swapped ? 'swapped' : 'not swapped, one Warning naming the image and the flag'}`, () => {
+        const decision = decideFor(done(imageSidecar('proxy', row.image)), 'agentless', [], allowing(...row.allowed));
+        if (row.swapped) {
+          assert.equal(decision.kind, 'swapImages', decision.message);
+          return;
+        }
+        assert.equal(expectKind(decision, 'notHandled').reason, 'noStoppableSidecar');
+        assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
+        assert.match(decision.events[0]?.message ?? '', /"proxy" names .*not an image the operator allows.*--agentless-swap-images/);
+      });
+    }
+
+    it('virtual nodes swap any image, as Kruise does', () => {
+      assert.equal(decideFor(done(imageSidecar('proxy', 'evil.example.com/miner:1')), 'virtual').kind, 'swapImages');
+    });
+
+    it('an allowed sidecar is swapped beside a refused one, and the Warning names the refused one only', () => {
+      const pod = done(imageSidecar('ok', 'exit0:1'), imageSidecar('bad', 'evil.example.com/miner:1'));
+      const decision = expectKind(decideFor(pod, 'agentless', [], allowing('exit0')), 'swapImages');
+      assert.deepEqual(decision.swaps.map((s) => s.container), ['ok']);
+      const refused = decision.events.filter((e) => e.type === 'Warning');
+      assert.equal(refused.length, 1);
+      assert.match(refused[0]!.message, /"bad" names evil/);
+      assert.doesNotMatch(refused[0]!.message, /"ok"/);
+    });
   });
 });
 

@@ -17,6 +17,7 @@ import { boundedDelayMs } from './decision.ts';
 import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
 import { mainsDone } from './main-done.ts';
+import { imageAllowed } from './image-reference.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
@@ -186,7 +187,9 @@ function requestStops(facts: Facts, history: History, stoppable: readonly Sideca
 /**
  * The Pod's own requests, and the next attempt's number: after our latest, skipping every name a
  * request holds (ours or not). Names others took are skipped, never counted: anyone who may create
- * requests can take our names, and must not be able to push us to the end of them.
+ * requests can take our names, and must not be able to push us to the end of them. A request that
+ * looks like ours in every label may still be someone's, named at the top of the range: past the
+ * last name, the numbering starts again at the lowest free one.
  */
 function requestHistory(pod: PodProjection, requests: readonly ExistingRequest[]): History {
   const taken = new Set<number>();
@@ -198,15 +201,29 @@ function requestHistory(pod: PodProjection, requests: readonly ExistingRequest[]
     if (isOwnRequest(r, pod)) own.push({ ...r, attempt });
   }
   const latest = latestOf(own)?.attempt ?? 0;
-  let nextAttempt = latest + 1;
-  while (taken.has(nextAttempt)) nextAttempt++;
+  const nextAttempt = firstFreeNumber(latest, taken) ?? firstFreeNumber(0, taken) ?? MAX_REQUEST_NAME_NUMBER + 1;
   const ownNumbers = new Set(own.map((r) => r.attempt));
   const othersBelow = [...taken].filter((n) => n < latest && !ownNumbers.has(n)).length;
   return { own, nextAttempt, ownAttempts: latest - othersBelow };
 }
 
+/** The first number after `after`, up to `max`, that no name in `taken` holds. */
+export function firstFreeNumber(after: number, taken: ReadonlySet<number>, max = MAX_REQUEST_NAME_NUMBER): number | undefined {
+  for (let n = after + 1; n <= max; n++) if (!taken.has(n)) return n;
+  return undefined;
+}
+
+/**
+ * The latest request: by creation, then by number. Not by number alone, as numbering starts again
+ * once a name at the top of the range is taken.
+ */
+function isNewer(a: OwnRequest, than: OwnRequest): boolean {
+  const at = (r: OwnRequest) => r.creationTimeMs ?? Number.MAX_SAFE_INTEGER;
+  return at(a) !== at(than) ? at(a) > at(than) : a.attempt > than.attempt;
+}
+
 function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
-  return requests.reduce<OwnRequest | undefined>((a, r) => (a && a.attempt >= r.attempt ? a : r), undefined);
+  return requests.reduce<OwnRequest | undefined>((a, r) => (a && !isNewer(r, a) ? a : r), undefined);
 }
 
 function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number): CreateRequest {
@@ -340,12 +357,16 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   const { pod, running, events } = facts;
   const unstarted = running.filter((s) => notStarted(pod, s, node));
   const active = running.filter((s) => !unstarted.includes(s));
+  // On a real node without an agent, only images the operator allows are swapped in (R22).
+  const refused = node === 'agentless' ? running.filter((s) => s.swapImage !== undefined && !imageAllowed(s.swapImage, facts.options.agentlessSwapImages)) : [];
+  const swappable = (s: Sidecar) => isStoppableOn(s, node) && !refused.includes(s);
   const unstoppable = active.filter((s) => !isStoppableOn(s, node));
   if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, node));
+  if (refused.length > 0) events.push(swapRefusedWarning(pod, refused, facts.options.agentlessSwapImages));
   const swaps = running.flatMap((s): ImageSwap[] => {
     const from = pod.containers.find((c) => c.name === s.name)?.image ?? '';
     // Already swapped: the spec carries the target image, kubelet is replacing the container.
-    return s.swapImage === undefined || from === s.swapImage ? [] : [{ container: s.name, from, to: s.swapImage }];
+    return !swappable(s) || from === s.swapImage ? [] : [{ container: s.name, from, to: s.swapImage! }];
   });
   if (swaps.length > 0) return swapImages(facts, swaps, node);
 
@@ -355,16 +376,30 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   events.push(...notStartedWarning(facts, blocking.filter((s) => !inTransit(pod, s))));
   // A swapped ignore-exit-code sidecar holds nothing up: its exit code does not count, and the swap
   // ends it. The phase is set at once, before its quick-exit container can fail to start (R21).
-  const holding = active.filter((s) => !(s.ignoreExitCode && s.swapImage !== undefined));
+  const holding = active.filter((s) => !(s.ignoreExitCode && swappable(s)));
   if (holding.length > 0) {
-    if (holding.every((s) => !isStoppableOn(s, node))) {
+    if (!holding.some(swappable)) {
       return notHandled('noStoppableSidecar', `no running sidecar can be stopped on a ${SWAP_NODES[node]}`, events);
     }
-    return wait('imageSwapInProgress', 'images already swapped', events, holding.filter((s) => isStoppableOn(s, node)));
+    return wait('imageSwapInProgress', 'images already swapped', events, holding.filter(swappable));
   }
   if (blocking.length > 0) return afterStartTimeout(facts, blocking);
   // Only ignore-exit-code sidecars are left: end the Pod as on a real node.
   return ignoreExitCodePatch(facts, running);
+}
+
+/** The one Warning per Pod for sidecars whose ..._WITH_IMAGE the operator does not allow where no agent runs. */
+function swapRefusedWarning(pod: PodProjection, sidecars: readonly Sidecar[], allowed: readonly string[]): DecisionEvent {
+  const several = sidecars.length > 1;
+  const images = joinSample(sidecars.map((s) => `"${s.name}" names ${clip(s.swapImage ?? '', 200)}`));
+  return warning(
+    EVENT_REASONS.notStoppable,
+    boundedKey(`${EVENT_REASONS.notStoppable}/image`, sidecars.map((s) => `${s.name}=${s.swapImage}`)),
+    `Node "${pod.nodeName ?? ''}" has no sidecar-terminator agent, and ${ENV_TERMINATE_WITH_IMAGE} of sidecar${several ? 's' : ''} ` +
+      `${images}: not an image the operator allows to be swapped in there (--agentless-swap-images: ` +
+      `${allowed.length > 0 ? clip(allowed.join(','), 300) : 'none'}), as no admission saw it when the Pod was created. ` +
+      `Nothing will stop ${several ? 'them' : 'it'} and the Pod keeps running. Use an allowed image, or ask the operator to allow this one.`,
+  );
 }
 
 /**
@@ -579,7 +614,7 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
   let found: Ask | undefined;
   for (const request of own) {
     const container = request.containers.find((c) => c.name === name);
-    if (container && (!found || request.attempt > found.request.attempt)) found = { request, container };
+    if (container && (!found || isNewer(request, found.request))) found = { request, container };
   }
   return found;
 }

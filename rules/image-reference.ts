@@ -22,3 +22,24 @@ export function normalizedImage(reference: string): string {
 export function sameImage(a: string, b: string): boolean {
   return normalizedImage(a) === normalizedImage(b);
 }
+
+/** The repository of a reference in full (domain and path), without its tag or digest. */
+function repositoryOf(reference: string): string {
+  const full = normalizedImage(reference);
+  const at = full.indexOf('@');
+  const named = at < 0 ? full : full.slice(0, at);
+  const colon = named.lastIndexOf(':');
+  return colon > named.lastIndexOf('/') ? named.slice(0, colon) : named;
+}
+
+/**
+ * Whether `reference` is on `allowed`: an entry with a tag or digest allows that image alone, an
+ * entry naming a repository only allows any tag or digest of it.
+ */
+export function imageAllowed(reference: string, allowed: readonly string[]): boolean {
+  return allowed.some((entry) => {
+    const bare = entry.trim();
+    const pinned = bare.includes('@') || bare.slice(bare.lastIndexOf('/') + 1).includes(':');
+    return pinned ? sameImage(bare, reference) : repositoryOf(bare) === repositoryOf(reference);
+  });
+}

@@ -43,7 +43,15 @@ export interface SidecarTerminatorOptions {
    * counted from when the main containers finished, before the Pod's phase is set without them.
    */
   sidecarStartTimeoutSeconds: number;
+  /**
+   * The images a sidecar may be swapped for on a real node without an agent (R22), by repository or
+   * in full: no admission saw them at the Pod's creation, so only those the operator allows run.
+   */
+  agentlessSwapImages: readonly string[];
 }
+
+/** The quick-exit image as released: the one image allowed for swaps on agentless nodes by default. */
+export const RELEASED_QUICK_EXIT_IMAGE = 'ghcr.io/sidecar-terminator/quick-exit';
 
 export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   activeDeadlineSeconds: 300,
@@ -51,6 +59,7 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   retryBaseDelaySeconds: 10,
   retryMaxDelaySeconds: 300,
   sidecarStartTimeoutSeconds: 120,
+  agentlessSwapImages: [RELEASED_QUICK_EXIT_IMAGE],
 };
 
 /**
@@ -114,6 +123,13 @@ export function requestPodUids(crr: ContainerRecreateRequest): string[] {
  * projected; a page over the client's answer cap is asked again smaller (common/kube/list.ts).
  */
 export const REQUEST_PAGE_SIZE = 100;
+
+/**
+ * Requests per page when one Pod's are listed (before a hooked stop): a Pod has one or two, and
+ * two of the largest requests the API server stores (1.5 MiB each) fit the answer cap, so a Pod whose
+ * requests someone made big costs no answer that is read only to be asked again smaller.
+ */
+export const POD_REQUESTS_PAGE_SIZE = 2;
 
 /** The labels a kept request carries: ours, which route it; no other label is read. */
 const KEPT_LABELS = [LABEL_NODE_NAME, LABEL_POD_UID, LABEL_ACTIVE, LABEL_CREATED_BY];
