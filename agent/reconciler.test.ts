@@ -18,6 +18,7 @@ import type { AgentMetrics } from './metrics.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
+import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
@@ -786,6 +787,25 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R
     assert.deepEqual(r2.status?.containerRecreateStates, [{ name: 'proxy', phase: 'Recreating', isKilled: true }]);
   });
 
+  it('R34: an ordered user request stuck on its first container does not hold ours; if both would stop the sidecar in one pass, its hook runs once and one request waits', async () => {
+    // The user's request: main, then proxy, in order; main stopped and not yet final. Main has
+    // exited for good (restartPolicy Never), so this very pass it turns final and proxy is reached.
+    const pinned = (name: string) => ({ name, statusContext: { containerID: `containerd://${name}-1`, restartCount: 0 } });
+    const user = request([{ name: 'main', phase: 'Recreating', isKilled: true }]);
+    user.spec = { ...user.spec, containers: [pinned('main'), pinned('proxy')], strategy: { orderedRecreate: true } };
+    const mainExited = (id: string): RuntimeContainer => ({ ...running(id, { ...OWN, container: 'main' }), state: 'exited', exitCode: 0, finishedAtNs: 2n });
+    const h = harness({ crr: user, status: (id) => (id === 'main-1' ? mainExited(id) : running(id)) });
+    const ours = request();
+    h.api.set(requestPath('ns', 'r2'), { ...ours, metadata: { ...ours.metadata, name: 'r2', uid: 'req-2', creationTimestamp: new Date(Date.now() + 1000).toISOString() } });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('exec')), ['exec proxy-1 /bin/drain'], 'the hook ran once');
+    const phases = ['r1', 'r2'].map((name) => h.api.object<ContainerRecreateRequest>(requestPath('ns', name))!.status!);
+    const waiting = phases.filter((st) => st.phase === 'Pending');
+    assert.equal(waiting.length, 1, JSON.stringify(phases));
+    assert.match(waiting[0]!.message ?? '', /^waiting for r[12], which holds a container of this request$/);
+  });
+
   it('the Pod\'s other requests are read in pages (a Pod with many requests)', async () => {
     const h = harness();
     for (let i = 0; i < 250; i++) {
@@ -796,7 +816,7 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R
     await h.reconciler.drain(5_000);
     assert.ok(!h.calls.some((c) => c.startsWith('exec')), 'the record on the last page counts');
     const lists = h.api.calls.filter((c) => c.method === 'get' && c.path === requestPath('ns'));
-    assert.equal(lists.length, 3);
+    assert.equal(lists.length, Math.ceil(251 / POD_REQUESTS_PAGE_SIZE));
   });
 });
 

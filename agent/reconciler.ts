@@ -211,7 +211,8 @@ export class Reconciler {
       const plan = planRequest({ crr: r, pod, nodeName: this.deps.nodeName, queuedBehind, runtime: new Map(), nowMs: this.now(), apiNowMs: this.apiNow() });
       await this.apply(r, pod, plan);
     }
-    const started = (await Promise.all(free.map((r) => this.planAndStop(r, pod, key, actingAtMs)))).filter((c) => c !== undefined);
+    const claims = new Map<string, string>();
+    const started = (await Promise.all(free.map((r) => this.planAndStop(r, pod, key, actingAtMs, claims)))).filter((c) => c !== undefined);
     // Every stop without a hook is sent: the status writes left hold up none, so the worker goes to
     // the next Pod (a burst's stops wait on no one's writes). A hook waits for its write: not then.
     if (!started.some((c) => c.plan.stops.some((s) => s.preStop))) worker?.release();
@@ -221,9 +222,12 @@ export class Reconciler {
 
   /**
    * Plans a request no other holds up and sends the stops it orders without a hook; undefined when
-   * the agent is shutting down and the plan has stops (left whole to the next agent).
+   * the agent is shutting down and the plan has stops (left whole to the next agent). `claims`: the
+   * containers the pass's other plans stop (by ID, to the request's name): a request planned in the
+   * same pass that would stop one of them too waits instead, as behind an older holder (R34), so a
+   * hook never runs twice nor a bare stop cuts another plan's hook short.
    */
-  private async planAndStop(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number): Promise<StartedPlan | undefined> {
+  private async planAndStop(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number, claims: Map<string, string>): Promise<StartedPlan | undefined> {
     const checkStartMs = this.now();
     const runtime = await this.runtimeViews(request, pod);
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
@@ -241,6 +245,9 @@ export class Reconciler {
         plan = planRequest({ ...inputs, preStopsStarted, nowMs: this.now(), apiNowMs: this.apiNow() });
       }
     }
+    const claimed = plan.stops.find((s) => claims.has(s.containerID));
+    if (claimed) plan = planRequest({ ...inputs, queuedBehind: claims.get(claimed.containerID)!, nowMs: this.now(), apiNowMs: this.apiNow() });
+    for (const s of plan.stops) claims.set(s.containerID, request.metadata.name!);
     // Shutting down: a stop not yet recorded is left whole (hook included) to the next agent.
     if (this.closing && plan.stops.length > 0) return undefined;
     // A stop alone is addressed by container ID and repeating it is harmless, so it is sent at once,

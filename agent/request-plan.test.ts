@@ -632,6 +632,11 @@ describe('blockingRequest (R34): a request waits only behind an older one holdin
     { name: 'a stale statusContext with forceRecreate, already killed: holds nothing', older: [stale({ forceRecreate: true }, [{ name: 'proxy', phase: 'Recreating', isKilled: true }])], want: undefined },
     { name: 'a higher restart count than the statusContext counts as recreated', older: [named('user', crr(['proxy'], { minStartedSeconds: 3600 }))], pod: pod({ statuses: [status('main', { state: 'terminated', exitCode: 0 }), status('proxy', { restartCount: 1 })] }), want: undefined },
     { name: 'the first holder of several', older: [named('a', crr(['main'])), named('b', crr(['main', 'proxy'])), named('c', crr(['proxy']))], want: 'b' },
+    { name: 'an older ordered one stuck on an earlier container (never recreated): has not reached this one, holds nothing', older: [named('user', crr(['main', 'proxy'], { orderedRecreate: true }, [{ name: 'main', phase: 'Recreating', isKilled: true }]))], want: undefined },
+    { name: 'an older ordered one not yet started: holds its first container only', older: [named('user', crr(['main', 'proxy'], { orderedRecreate: true }))], want: undefined },
+    { name: 'an older ordered one past its earlier containers: holds this one', older: [named('user', crr(['main', 'proxy'], { orderedRecreate: true }, [{ name: 'main', phase: 'Succeeded', isKilled: true }]))], want: 'user' },
+    { name: 'an older ordered one that began on this container: holds it', older: [named('user', crr(['main', 'proxy'], { orderedRecreate: true }, [{ name: 'main', phase: 'Recreating', isKilled: true }, { name: 'proxy', phase: 'Recreating', isKilled: true }]))], want: 'user' },
+    { name: 'an older one, not ordered, stuck on an earlier container: holds every container it names', older: [named('user', crr(['main', 'proxy'], {}, [{ name: 'main', phase: 'Recreating', isKilled: true }]))], want: 'user' },
   ];
   for (const c of cases) {
     it(c.name, () => assert.equal(blockingRequest(ours, c.older, c.pod ?? pod()), c.want));

@@ -239,7 +239,9 @@ export function planRequest(input: RequestInputs): RequestPlan {
  * stops holding it once the container it was about is gone (recreated: another ID or a higher
  * restart count than its statusContext), unless it still has to stop the new one (forceRecreate,
  * not yet killed). So a request that only waits for a recreated container to prove itself
- * (minStartedSeconds) holds nothing, and one for other containers never holds this one up.
+ * (minStartedSeconds) holds nothing, and one for other containers never holds this one up. An
+ * ordered one (orderedRecreate) holds no container it has not reached: one stuck on an earlier
+ * container (never recreated, never ready) would otherwise hold the rest until its deadline.
  */
 export function blockingRequest(crr: ContainerRecreateRequest, older: readonly ContainerRecreateRequest[], pod: AgentPod): string | undefined {
   const wanted = new Set(crr.spec.containers.map((c) => c.name));
@@ -247,8 +249,13 @@ export function blockingRequest(crr: ContainerRecreateRequest, older: readonly C
 }
 
 function holds(request: ContainerRecreateRequest, container: CRRContainer, pod: AgentPod): boolean {
-  const state = request.status?.containerRecreateStates?.find((s) => s.name === container.name);
+  const states = request.status?.containerRecreateStates ?? [];
+  const state = states.find((s) => s.name === container.name);
   if (isFinal(state)) return false;
+  if (request.spec.strategy?.orderedRecreate && !state?.isKilled) {
+    const earlier = request.spec.containers.slice(0, request.spec.containers.findIndex((c) => c.name === container.name));
+    if (!earlier.every((c) => isFinal(states.find((s) => s.name === c.name)))) return false;
+  }
   const context = container.statusContext;
   // Not pinned yet: it acts on nothing until the controller pins it (and this is decided again).
   if (!context) return false;
