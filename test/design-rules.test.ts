@@ -2,6 +2,8 @@
 // at least one test that checks it: the title of an it()/test() or of a describe() around it, in the
 // test files of every folder (e2e/ included). A rule no test cites is a promise nothing checks. Each
 // rule is cited by its own number: a range such as "R10–R13" cites R10 and R13, not the rules between.
+// Each name on a rule's "Code:" line is found in the file named before it: a renamed function leaves
+// no stale pointer behind.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -84,6 +86,28 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** The `Code:` line of each rule: the files it names, each with the names after it, by rule number. */
+function codeReferences(design: string): Map<number, Array<{ file: string; names: string[] }>> {
+  const references = new Map<number, Array<{ file: string; names: string[] }>>();
+  for (const block of design.split(/^(?=\*\*R\d+ —)/m)) {
+    const rule = /^\*\*R(\d+) —/.exec(block);
+    const code = /^Code: ([^]*?)(?:\nTests:|\n\n|$)/m.exec(block);
+    if (!rule || !code) continue;
+    const files: Array<{ file: string; names: string[] }> = [];
+    for (const [, token] of code[1]!.matchAll(/`([^`]+)`/g)) {
+      if (/\.(ts|ya?ml|json|sh)$/.test(token!)) files.push({ file: token!, names: [] });
+      else files.at(-1)?.names.push(token!);
+    }
+    references.set(Number(rule[1]), files);
+  }
+  return references;
+}
+
+/** The identifiers a Code-line name stands for: `Class.method` is both, `(option)` the option. */
+function identifiersOf(name: string): string[] {
+  return name.replace(/[()]/g, '').split('.').map((part) => part.trim()).filter((part) => /^[A-Za-z_$][\w$]*$/.test(part));
+}
+
 describe('docs/design.md: the rules', () => {
   const design = readFileSync(path.join(ROOT, 'docs/design.md'), 'utf8');
   const rules = definedRules(design);
@@ -127,5 +151,27 @@ describe('docs/design.md: the rules', () => {
     const defined = new Set(rules);
     const unknown = [...citations].filter(([rule]) => !defined.has(rule)).map(([rule, inFiles]) => `R${rule} in ${inFiles.join(', ')}`);
     assert.deepEqual(unknown, []);
+  });
+
+  it('every name on a rule\'s Code line is in the file named before it', () => {
+    const references = codeReferences(design);
+    assert.ok([...references.values()].filter((files) => files.length > 0).length > rules.length / 2, 'the Code lines are read');
+    const stale: string[] = [];
+    for (const [rule, files] of references) {
+      for (const { file, names } of files) {
+        let source: string;
+        try {
+          source = readFileSync(path.join(ROOT, file), 'utf8');
+        } catch {
+          stale.push(`R${rule}: ${file} does not exist`);
+          continue;
+        }
+        for (const name of names) {
+          const missing = identifiersOf(name).filter((id) => !new RegExp(`(?<![\\w$])${id.replace(/\$/g, '\\$')}(?![\\w$])`).test(source));
+          if (missing.length > 0) stale.push(`R${rule}: ${file} has no ${missing.join(', ')}`);
+        }
+      }
+    }
+    assert.deepEqual(stale, []);
   });
 });
