@@ -5,8 +5,9 @@
 //   (manifests/default) and on 1.27 to 1.29 (manifests/base), with the optional monitoring objects,
 //   in another namespace, and with every value changed (the flags parsed by the programs' own parsers);
 // - packaged with `helm package` (version and appVersion the project's), on the cluster: lint,
-//   install of the package into namespace st-helm (the agent mounting only the runtime's socket), a
-//   Job with a sidecar completes, an upgrade that changes flags and a setting rolls both workloads
+//   install of the package into namespace st-helm with name overrides (the Pods carry the release's
+//   labels, and the controller replicas' spread rule and disruption budget select them by those;
+//   the agent mounting only the runtime's socket), a Job with a sidecar completes, an upgrade that changes flags and a setting rolls both workloads
 //   and the next Job's request shows the new setting, an upgrade that keeps the agent off the node
 //   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R22),
 //   uninstall leaves nothing behind but the CRD (kept on purpose).
@@ -40,6 +41,16 @@ const RELEASE = 'sidecar-terminator';
 const RELEASE_NAMESPACE = 'st-helm';
 const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
 const VAP_API = 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+/**
+ * The name overrides of the release on the cluster: its labels and object names are none of the
+ * kustomize install's. The Lease keeps its name (controller.leaseName, which fullnameOverride does
+ * not change).
+ */
+const NAME_OVERRIDE = 'jobs-stopper';
+const PREFIX = 'st';
+const HELM_AGENT = `${PREFIX}-agent`;
+const HELM_CONTROLLER = `${PREFIX}-controller`;
+const LEASE = CONTROLLER;
 /** The image the kustomize base names; the chart has no default repository. */
 const REPOSITORY = 'ghcr.io/sidecar-terminator/sidecar-terminator';
 const versions = parseEnvFile(readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8'));
@@ -78,9 +89,12 @@ function parseAll(text: string): Obj[] {
   return (loadAll(text) as (Obj | null)[]).filter((o): o is Obj => o !== null);
 }
 
-/** `helm template` of the chart as release sidecar-terminator, in `namespace`, with the base's image repository. */
+/**
+ * `helm template` of the chart as release sidecar-terminator, in `namespace`, with the base's image
+ * repository, as for a 1.30+ cluster (the policy API served).
+ */
 function template(namespace: string, ...args: string[]): Obj[] {
-  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--set', `image.repository=${REPOSITORY}`, ...args));
+  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, ...args));
 }
 
 const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
@@ -111,7 +125,7 @@ function asHelmRendersThem(kustomized: Obj[], rendered: Obj[]): Obj[] {
     // 1. No Namespace: the release's namespace is Helm's (`--create-namespace`, or one that exists).
     if (original.kind === 'Namespace') continue;
     const o = structuredClone(original);
-    // 2. Helm's labels on every object (not on selectors or Pod templates).
+    // 2. Helm's labels on every object (not on selectors), the release's instance and version on the Pod templates too.
     o.metadata.labels = { ...o.metadata.labels, ...helmLabels };
     // 3. The CRD is kept when the release is uninstalled.
     if (o.kind === 'CustomResourceDefinition') o.metadata.annotations = { ...o.metadata.annotations, 'helm.sh/resource-policy': 'keep' };
@@ -121,6 +135,7 @@ function asHelmRendersThem(kustomized: Obj[], rendered: Obj[]): Obj[] {
       const checksum = (find(rendered, o.kind, o.metadata.name) as unknown as V1DaemonSet).spec!.template.metadata?.annotations?.['checksum/settings'];
       assert.match(checksum ?? '', /^[0-9a-f]{64}$/, `${key(o)}: checksum/settings`);
       template.metadata!.annotations = { ...template.metadata!.annotations, 'checksum/settings': checksum! };
+      template.metadata!.labels = { ...template.metadata!.labels, 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/version': chartYaml.appVersion };
     }
     // 5. The agent at system-node-critical priority (as manifests/overlays/example sets it).
     if (o.kind === 'DaemonSet') podSpec(o).priorityClassName = 'system-node-critical';
@@ -181,31 +196,32 @@ function expandedArgs(workload: Obj, objs: Obj[], settings = 'sidecar-terminator
 
 describe('the Helm chart, rendered: the kustomize objects', () => {
   it(`on 1.30+ (${versions.K8S_NEWEST}, policy API served): manifests/default`, () => {
-    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_NEWEST!, '--api-versions', VAP_API);
+    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_NEWEST!);
     assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/default')), rendered));
   });
 
-  it(`on 1.27 to 1.29 (${versions.K8S_OLDEST}, no policy API): manifests/base`, () => {
-    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_OLDEST!);
+  it(`on 1.27 to 1.29 (${versions.K8S_OLDEST}, admissionPolicies.enabled=false): manifests/base, no policy and no create permission for the agent`, () => {
+    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_OLDEST!, '--set', 'admissionPolicies.enabled=false');
     assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), rendered));
   });
 
   it('with the monitoring values: manifests/default with the manifests/optional component', () => {
-    const rendered = template(NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+    const rendered = template(NAMESPACE, '--set', 'metrics.serviceMonitor.enabled=true',
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     const expected = asHelmRendersThem(kustomizeOf(['manifests/default'], ['manifests/optional']), rendered);
     for (const [kind, name] of [['ServiceMonitor', 'sidecar-terminator'], ['PrometheusRule', 'sidecar-terminator'], ['ConfigMap', 'sidecar-terminator-dashboard']]) find(expected, kind!, name!);
     assertSameObjects(rendered, expected);
   });
 
-  it('admissionPolicies.enabled=false: no policy and no create permission for the agent, even where the API is served', () => {
-    const rendered = template(NAMESPACE, '--api-versions', VAP_API, '--set', 'admissionPolicies.enabled=false');
-    const expected = asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), rendered);
+  it('with networkPolicy.enabled: manifests/default with the manifests/optional/network-policy component', () => {
+    const rendered = template(NAMESPACE, '--set', 'networkPolicy.enabled=true');
+    const expected = asHelmRendersThem(kustomizeOf(['manifests/default'], ['manifests/optional/network-policy']), rendered);
+    for (const name of [AGENT, CONTROLLER]) find(expected, 'NetworkPolicy', name);
     assertSameObjects(rendered, expected);
   });
 
   it('in another namespace: every namespaced object, subject, Lease Role and alert follows it', () => {
-    const rendered = template(RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+    const rendered = template(RELEASE_NAMESPACE, '--set', 'metrics.serviceMonitor.enabled=true',
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     const clusterScoped = new Set(['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     for (const o of rendered) {
@@ -291,7 +307,8 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       assert.deepEqual({ ...meta.annotations, 'checksum/settings': undefined, 'prometheus.io/port': undefined, 'prometheus.io/scrape': undefined, 'prometheus.io/path': undefined }, {
         ...j('podAnnotations'), 'checksum/settings': undefined, 'prometheus.io/port': undefined, 'prometheus.io/scrape': undefined, 'prometheus.io/path': undefined,
       });
-      assert.deepEqual(meta.labels, { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': part, ...j('podLabels') });
+      assert.deepEqual(meta.labels, { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': part,
+        'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/version': chartYaml.appVersion, ...j('podLabels') });
       const service = find(objs, 'Service', `sidecar-terminator-${part}-metrics`) as unknown as k8s.V1Service;
       assert.equal(service.spec?.ports?.[0]?.port, port);
       assert.deepEqual(c.env?.slice(-1), j('extraEnv'));
@@ -331,7 +348,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
   });
 
   it('nameOverride and fullnameOverride: every name, label, selector and reference follows, the agent policy\'s match too', () => {
-    const objs = template(RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'nameOverride=jobs-stopper', '--set', 'fullnameOverride=js',
+    const objs = template(RELEASE_NAMESPACE, '--set', 'nameOverride=jobs-stopper', '--set', 'fullnameOverride=js',
       '--set', 'controller.leaseName=js-controller', // a value of its own, which the Lease Role follows
       '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     // The CRD and the admission policies keep their names (an API group, and names of that group).
@@ -380,8 +397,9 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.equal(firstContainer(whole).volumeMounts?.find((m) => m.name === 'host-run')?.mountPath, '/host/var/run');
   });
 
-  it('refuses what cannot work: no image repository, several controllers without leader election, bad values (values.schema.json)', () => {
-    assert.throws(() => helm('template', RELEASE, CHART), /image.repository is required: where you pushed the sidecar-terminator image/);
+  it('refuses what cannot work: no image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
+    assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API), /image.repository is required: where you pushed the sidecar-terminator image/);
+    assert.throws(() => helm('template', RELEASE, CHART, '--set', `image.repository=${REPOSITORY}`), /admissionPolicies.enabled: this API server does not serve/);
     assert.throws(() => template(NAMESPACE, '--set', 'agent.runtime=rkt'), /runtime/);
     assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
     assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
@@ -389,18 +407,22 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.throws(() => template(NAMESPACE, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.services=false'), /needs metrics.services/);
   });
 
-  it('passes helm lint --strict, with the defaults and with the values the cluster test uses', () => {
-    helm('lint', '--strict', CHART, '--set', `image.repository=${REPOSITORY}`);
-    helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'));
+  it('passes helm lint --strict, with the defaults and with the values the cluster test uses (lint cannot be given the policy API)', () => {
+    const noPolicyApi = ['--set', 'admissionPolicies.enabled=false'];
+    helm('lint', '--strict', CHART, '--set', `image.repository=${REPOSITORY}`, ...noPolicyApi);
+    helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'), ...noPolicyApi);
   });
 });
 
 /**
  * The values the e2e cluster needs, as e2e/support/deploy.ts's overlay sets them (`dir`: the
- * cluster's state directory), and `extra`.
+ * cluster's state directory), the name overrides, and `extra`.
  */
 function clusterValues(dir = clusterEnv().clusterDir, extra: Record<string, string> = {}): string[] {
   const values: Record<string, string> = {
+    nameOverride: NAME_OVERRIDE,
+    fullnameOverride: PREFIX,
+    'admissionPolicies.enabled': String(versionFeatures().admissionPolicies),
     // The offline image deployProject() imports into the node's containerd.
     'image.repository': 'sidecar-terminator.local/sidecar-terminator',
     'image.tag': 'dev',
@@ -453,19 +475,25 @@ function crdOwnership(release: boolean): void {
 
 /** Rollout of both workloads, complete. */
 function rolledOut(): void {
-  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
-  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
+  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `daemonset/${HELM_AGENT}`, '--timeout=180s');
+  kubectl('-n', RELEASE_NAMESPACE, 'rollout', 'status', `deployment/${HELM_CONTROLLER}`, '--timeout=180s');
 }
 
 async function runningPods(component: string) {
-  const list = await clients().core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: `app.kubernetes.io/component=${component}` });
+  return podsSelectedBy({ 'app.kubernetes.io/component': component });
+}
+
+/** The running Pods of the release's namespace that these labels select. */
+async function podsSelectedBy(matchLabels: Record<string, string>) {
+  const labelSelector = Object.entries(matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const list = await clients().core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector });
   return list.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running');
 }
 
 async function leaderHeld(): Promise<void> {
   const leases = clients().kc.makeApiClient(k8s.CoordinationV1Api);
   await waitFor(async () => {
-    const holder = (await leases.readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: CONTROLLER })).spec?.holderIdentity;
+    const holder = (await leases.readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE })).spec?.holderIdentity;
     return holder && (await runningPods('controller')).some((p) => holder.startsWith(`${p.metadata!.name}-`));
   }, { description: `a controller Pod of ${RELEASE_NAMESPACE} holding the Lease`, timeoutMs: 90_000 });
 }
@@ -491,7 +519,7 @@ function leftovers(): string[] {
     // What Kubernetes itself puts in every namespace.
     .filter((n) => !['configmap/kube-root-ca.crt', 'serviceaccount/default'].includes(n));
   const clusterKinds = ['clusterroles', 'clusterrolebindings', ...(versionFeatures().admissionPolicies ? ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] : [])];
-  const clusterWide = names(['get', clusterKinds.join(',')]).filter((n) => /sidecar-terminator/.test(n));
+  const clusterWide = names(['get', clusterKinds.join(',')]).filter((n) => n.includes('sidecar-terminator') || n.includes(`/${PREFIX}-`));
   const labelled = names(['get', [...kinds, ...clusterKinds].join(','), '-A', '-l', `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/managed-by=Helm`]);
   return [...inNamespace, ...clusterWide, ...labelled];
 }
@@ -552,17 +580,30 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     const status = JSON.parse(helmOnCluster('status', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { info: { status: string }; version: number };
     assert.equal(status.info.status, 'deployed');
     // The policies (and the agent's fast path) exactly where the API server serves them.
-    const policies = kubectl('get', 'clusterroles', '-o', 'name').split('\n').includes('clusterrole.rbac.authorization.k8s.io/sidecar-terminator-agent-requests');
+    const policies = kubectl('get', 'clusterroles', '-o', 'name').split('\n').includes(`clusterrole.rbac.authorization.k8s.io/${PREFIX}-agent-requests`);
     assert.equal(policies, features.admissionPolicies);
     if (features.admissionPolicies) kubectl('get', 'validatingadmissionpolicy', 'agent-requests.sidecar-terminator.dev', 'containerrecreaterequests.sidecar-terminator.dev');
     const state = features.admissionPolicies ? 'enabled' : 'no-permission';
     await waitFor(async () => (await agentMetric(`sidecar_terminator_agent_fast_path{state="${state}"}`)) === 1,
       { description: `the agent's fast path ${state}`, timeoutMs: 60_000 });
-    const pdb = JSON.parse(kubectl('-n', RELEASE_NAMESPACE, 'get', 'pdb', CONTROLLER, '-o', 'json')) as { spec: { minAvailable: number } };
+    // Under the name overrides, the Pods carry the release's labels, and the replicas' spread rule
+    // and the disruption budget select exactly the controller Pods by them.
+    const controllers = await runningPods('controller');
+    assert.equal(controllers.length, 2);
+    for (const pod of [...controllers, ...await runningPods('agent')]) {
+      assertIncludes(pod.metadata!.labels!, { 'app.kubernetes.io/name': NAME_OVERRIDE, 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/version': chartYaml.appVersion });
+    }
+    const names = (pods: k8s.V1Pod[]) => pods.map((p) => p.metadata!.name!).sort();
+    const deployment = await clients().apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER });
+    const [spread] = deployment.spec!.template.spec!.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+    assert.equal(spread?.podAffinityTerm.topologyKey, 'kubernetes.io/hostname');
+    assert.deepEqual(names(await podsSelectedBy(spread.podAffinityTerm.labelSelector!.matchLabels!)), names(controllers), 'the spread rule selects the controller Pods');
+    const pdb = JSON.parse(kubectl('-n', RELEASE_NAMESPACE, 'get', 'pdb', HELM_CONTROLLER, '-o', 'json')) as { spec: { minAvailable: number; selector: { matchLabels: Record<string, string> } } };
     assert.equal(pdb.spec.minAvailable, 1);
+    assert.deepEqual(names(await podsSelectedBy(pdb.spec.selector.matchLabels)), names(controllers), 'the disruption budget selects the controller Pods');
     const [agentPod] = await runningPods('agent');
     assert.equal(agentPod?.spec?.priorityClassName, 'system-node-critical');
-    kubectl('-n', RELEASE_NAMESPACE, 'get', 'resourcequota', 'sidecar-terminator-agent-priority');
+    kubectl('-n', RELEASE_NAMESPACE, 'get', 'resourcequota', `${PREFIX}-agent-priority`);
     // The runtime's socket alone is mounted, not the directory it lives in.
     assert.deepEqual(agentPod?.spec?.volumes?.filter((v) => v.hostPath).map((v) => ({ ...v.hostPath })),
       [{ path: `${clusterEnv().clusterDir}/containerd/containerd.sock`, type: 'Socket' }]);
@@ -576,14 +617,14 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
   it('upgrades: changed flags and a changed setting roll both workloads; the next request has the new setting', async () => {
     const apps = clients().apps;
     const before = {
-      agent: await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: AGENT }),
-      controller: await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: CONTROLLER }),
+      agent: await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: HELM_AGENT }),
+      controller: await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER }),
     };
     helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE,
       ...clusterValues(undefined, { 'agent.workers': '8', 'controller.workers': '8', 'settings.requestTTLSeconds': '120' }), '--wait', '--timeout', '5m');
     rolledOut();
-    const agent = await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: AGENT });
-    const controller = await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: CONTROLLER });
+    const agent = await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: HELM_AGENT });
+    const controller = await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER });
     assert.ok(agent.metadata!.generation! > before.agent.metadata!.generation!, 'the DaemonSet changed');
     assert.ok(controller.metadata!.generation! > before.controller.metadata!.generation!, 'the Deployment changed');
     for (const component of ['agent', 'controller']) {
@@ -637,6 +678,6 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
     // The Lease is the controller's, not the chart's: it goes with the namespace.
     const leases = kubectl('-n', RELEASE_NAMESPACE, 'get', 'leases', '-o', 'name').split('\n').filter(Boolean);
-    assert.deepEqual(leases, [`lease.coordination.k8s.io/${CONTROLLER}`]);
+    assert.deepEqual(leases, [`lease.coordination.k8s.io/${LEASE}`]);
   });
 });

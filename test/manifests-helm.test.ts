@@ -1,12 +1,19 @@
 // The Helm chart (manifests/helm/sidecar-terminator) against its sources, without helm: the files it
 // carries are the kustomize manifests' own, its values' defaults are the programs' own defaults and
 // the settings ConfigMap's, every flag of both parts is a value (or named here as deliberately not),
-// and its schema bounds the settings as the programs do. That the chart renders the kustomize objects is
-// checked with a real helm by e2e/helm.test.ts (it needs helm built from Go and kubectl's kustomize).
+// and its schema bounds the settings as the programs do. Then, rendered by `helm template` (helm
+// built from its Go module by e2e/cluster/build-helm.sh and cached; without it those tests say so
+// and do not run, CI requires it): every selector follows the name overrides and selects the Pods
+// it is for, and the values of the operator's second day (labels, namespace, disruption budget,
+// scrape options, NetworkPolicies, the admission policies' API) reach their objects. That the chart
+// renders the kustomize objects is checked by e2e/helm.test.ts (it needs kubectl's kustomize).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { load as parseYaml } from 'js-yaml';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { loadAll, load as parseYaml } from 'js-yaml';
 import { parseAgentConfig } from '../agent/config.ts';
 import { CONTROLLER_USAGE, parseControllerConfig } from '../crr/config.ts';
 
@@ -148,5 +155,203 @@ describe(`the Helm chart (${CHART})`, () => {
         assert.deepEqual(bounds[setting], { type: 'integer', ...flagBounds(part, flag) }, `settings.${setting} and the ${part}'s --${flag}`);
       }
     }
+  });
+});
+
+const HELM = process.env.HELM ?? join(homedir(), '.cache/sidecar-terminator/helm-v3.21.4/helm');
+const NO_HELM = existsSync(HELM) ? false : `helm is not built (bash e2e/cluster/build-helm.sh builds it into ${HELM})`;
+// .ci/run runs this file again once helm is built, with ST_REQUIRE_HELM=1: there a missing helm fails.
+if (process.env.ST_REQUIRE_HELM === '1' && NO_HELM) throw new Error(NO_HELM);
+const VAP_API = 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+
+interface Obj {
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+type Labels = Record<string, string>;
+interface PodTemplate { metadata: { labels: Labels }; spec: { affinity?: Record<string, unknown>; topologySpreadConstraints?: Record<string, unknown>[] } }
+
+/** `helm template` of the chart as for a 1.30+ cluster (the policy API served), with an image, and `args`. */
+function render(...args: string[]): Obj[] {
+  const text = helmTemplate(...args);
+  return (loadAll(text) as (Obj | null)[]).filter((o): o is Obj => o !== null);
+}
+
+function helmTemplate(...args: string[]): string {
+  try {
+    return execFileSync(HELM, ['template', 'st', CHART, '--namespace', 'st-ns', '--set', 'image.repository=registry.example/st', '--api-versions', VAP_API, ...args],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  } catch (err) {
+    throw new Error(`helm template ${args.join(' ')}: ${(err as { stderr?: string }).stderr ?? ''}`, { cause: err });
+  }
+}
+
+const only = (objs: Obj[], kind: string, name: string): Obj => {
+  const found = objs.filter((o) => o.kind === kind && o.metadata.name === name);
+  assert.equal(found.length, 1, `one ${kind} ${name} in ${objs.map((o) => `${o.kind} ${o.metadata.name}`).join(', ')}`);
+  return found[0]!;
+};
+const podTemplate = (workload: Obj) => (workload.spec as { template: PodTemplate }).template;
+const matches = (selector: Labels, labels: Labels) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+interface Selector {
+  /** The kind of object, and the field for those in a Pod template. */
+  kind: string;
+  where: string;
+  matchLabels: Labels;
+  /** The component whose Pods it must select (undefined: both). */
+  component?: string;
+}
+
+/** Every label selector of the rendered objects. */
+function selectors(objs: Obj[]): Selector[] {
+  const out: Selector[] = [];
+  for (const o of objs) {
+    const entry = (matchLabels: Labels, field = '') => out.push({
+      kind: `${o.kind}${field}`, where: `${o.kind} ${o.metadata.name}${field}`, matchLabels, component: o.metadata.labels?.['app.kubernetes.io/component'],
+    });
+    const spec = o.spec as { selector: Labels & { matchLabels: Labels }; podSelector: { matchLabels: Labels } };
+    if (['Deployment', 'DaemonSet', 'PodDisruptionBudget', 'ServiceMonitor', 'PodMonitor'].includes(o.kind)) entry(spec.selector.matchLabels);
+    if (o.kind === 'Service') entry(spec.selector);
+    if (o.kind === 'NetworkPolicy') entry(spec.podSelector.matchLabels);
+    if (o.kind === 'Deployment') {
+      const pod = podTemplate(o).spec;
+      const antiAffinity = pod.affinity?.podAntiAffinity as { preferredDuringSchedulingIgnoredDuringExecution?: { podAffinityTerm: { labelSelector: { matchLabels: Labels } } }[] } | undefined;
+      for (const term of antiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []) entry(term.podAffinityTerm.labelSelector.matchLabels, ' podAntiAffinity');
+      for (const c of pod.topologySpreadConstraints ?? []) entry((c.labelSelector as { matchLabels: Labels }).matchLabels, ' topologySpreadConstraints');
+    }
+  }
+  return out;
+}
+
+describe('the Helm chart, rendered by helm template', { skip: NO_HELM }, () => {
+  const everything = ['--set', 'metrics.serviceMonitor.enabled=true', '--set', 'networkPolicy.enabled=true',
+    '--set-json', 'controller.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]'];
+
+  for (const [overrides, name] of [[[], 'sidecar-terminator'], [['--set', 'nameOverride=jobs-stopper', '--set', 'fullnameOverride=js'], 'jobs-stopper']] as const) {
+    it(`every selector selects its component's Pods by the labels they carry (app.kubernetes.io/name ${name})`, () => {
+      const objs = render(...overrides, ...everything);
+      const pods = objs.filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet').map((w) => podTemplate(w).metadata.labels);
+      assert.equal(pods.length, 2);
+      const found = selectors(objs);
+      assert.deepEqual([...new Set(found.map((s) => s.kind))].sort(),
+        ['DaemonSet', 'Deployment', 'Deployment podAntiAffinity', 'Deployment topologySpreadConstraints', 'NetworkPolicy', 'PodDisruptionBudget', 'Service', 'ServiceMonitor'],
+        'the walk found every kind of selector');
+      for (const s of found) {
+        assert.equal(s.matchLabels['app.kubernetes.io/name'], name, `${s.where}: ${JSON.stringify(s.matchLabels)}`);
+        const selected = pods.filter((labels) => matches(s.matchLabels, labels)).map((labels) => labels['app.kubernetes.io/component']);
+        assert.deepEqual(selected, s.component ? [s.component] : ['agent', 'controller'], `${s.where} selects ${JSON.stringify(s.matchLabels)}`);
+      }
+      // The controller finds the agent Pods by a flag with the same labels (left out at the program's default).
+      const controller = objs.find((o) => o.kind === 'Deployment')!;
+      const args = (podTemplate(controller).spec as unknown as { containers: { args: string[] }[] }).containers[0]!.args;
+      assert.equal(args.find((a) => a.startsWith('--agent-pod-selector=')),
+        name === 'sidecar-terminator' ? undefined : `--agent-pod-selector=app.kubernetes.io/name=${name},app.kubernetes.io/component=agent`);
+    });
+  }
+
+  it("renders the replicas' spread rule by default, merges an affinity of the user's with it, and leaves it out on request", () => {
+    const antiAffinity = (...args: string[]) => podTemplate(render(...args).find((o) => o.kind === 'Deployment')!).spec.affinity;
+    const spread = { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: {
+      topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'jobs-stopper', 'app.kubernetes.io/component': 'controller' } } } }] } };
+    assert.deepEqual(antiAffinity('--set', 'nameOverride=jobs-stopper'), spread);
+    const nodeAffinity = { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'Exists' }] }] } };
+    assert.deepEqual(antiAffinity('--set', 'nameOverride=jobs-stopper', '--set-json', `controller.affinity=${JSON.stringify({ nodeAffinity })}`), { ...spread, nodeAffinity });
+    const own = { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', labelSelector: { matchLabels: { a: 'b' } } }] };
+    assert.deepEqual(antiAffinity('--set-json', `controller.affinity=${JSON.stringify({ podAntiAffinity: own })}`), { podAntiAffinity: own });
+    assert.equal(antiAffinity('--set-json', 'controller.affinity={"podAntiAffinity":null}'), undefined);
+    assert.equal(antiAffinity('--set-json', 'controller.affinity={"podAntiAffinity":{}}'), undefined);
+  });
+
+  it('gives both Pod templates the instance and version labels and commonLabels, every object commonLabels, and keeps the selectors as they were', () => {
+    const chart = parseYaml(read(`${CHART}/Chart.yaml`)) as { appVersion: string };
+    const objs = render('--set-json', 'commonLabels={"team":"platform"}', '--set-json', 'agent.podLabels={"pool":"a"}', ...everything);
+    for (const o of objs) assert.equal(o.metadata.labels?.team, 'platform', `${o.kind} ${o.metadata.name}`);
+    for (const [kind, component, podLabels] of [['DaemonSet', 'agent', { pool: 'a' }], ['Deployment', 'controller', {}]] as const) {
+      const workload = objs.find((o) => o.kind === kind)!;
+      const selector = { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': component };
+      // As the chart has always rendered it: a workload's selector cannot change on upgrade.
+      assert.deepEqual((workload.spec as { selector: unknown }).selector, { matchLabels: selector });
+      assert.deepEqual(podTemplate(workload).metadata.labels, {
+        ...selector, 'app.kubernetes.io/instance': 'st', 'app.kubernetes.io/version': chart.appVersion, team: 'platform', ...podLabels,
+      });
+    }
+    assert.throws(() => render('--set-json', 'commonLabels={"app.kubernetes.io/name":"x"}'), /commonLabels: app.kubernetes.io\/name is one of the chart's own labels/);
+  });
+
+  it('puts every namespaced object, subject and reference in namespaceOverride', () => {
+    const objs = render('--set', 'namespaceOverride=elsewhere', ...everything, '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
+    const clusterScoped = new Set(['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    for (const o of objs) {
+      assert.equal(o.metadata.namespace, clusterScoped.has(o.kind) ? undefined : 'elsewhere', `${o.kind} ${o.metadata.name}`);
+      for (const s of (o as { subjects?: { namespace: string }[] }).subjects ?? []) assert.equal(s.namespace, 'elsewhere', `${o.kind} ${o.metadata.name} subject`);
+    }
+    const text = JSON.stringify(objs);
+    assert.match(text, /system:serviceaccount:elsewhere:sidecar-terminator-agent/);
+    assert.doesNotMatch(text, /st-ns/, 'nothing names the release namespace');
+  });
+
+  it('sets the PodDisruptionBudget from minAvailable, or maxUnavailable when that is set', () => {
+    const budget = (...args: string[]) => only(render(...args), 'PodDisruptionBudget', 'sidecar-terminator-controller').spec;
+    const selector = { matchLabels: { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'controller' } };
+    assert.deepEqual(budget(), { minAvailable: 1, selector });
+    assert.deepEqual(budget('--set', 'controller.podDisruptionBudget.minAvailable=50%'), { minAvailable: '50%', selector });
+    assert.deepEqual(budget('--set', 'controller.podDisruptionBudget.maxUnavailable=1'), { maxUnavailable: 1, selector });
+  });
+
+  it('scrapes with a ServiceMonitor or a PodMonitor, with the scrape options, never both', () => {
+    const options = (monitor: string) => ['--set', `metrics.${monitor}.enabled=true`, '--set', `metrics.${monitor}.interval=15s`, '--set', `metrics.${monitor}.scrapeTimeout=10s`,
+      '--set-json', `metrics.${monitor}.relabelings=[{"action":"labeldrop","regex":"pod"}]`,
+      '--set-json', `metrics.${monitor}.metricRelabelings=[{"action":"drop","sourceLabels":["__name__"],"regex":"nodejs_.*"}]`];
+    for (const [monitor, kind, endpoints, role] of [['serviceMonitor', 'ServiceMonitor', 'endpoints', 'service'], ['podMonitor', 'PodMonitor', 'podMetricsEndpoints', 'pod']] as const) {
+      const objs = render(...options(monitor));
+      assert.deepEqual(objs.filter((o) => o.kind.endsWith('Monitor')).map((o) => o.kind), [kind]);
+      const [endpoint] = only(objs, kind, 'sidecar-terminator').spec![endpoints] as Record<string, unknown>[];
+      assert.deepEqual(endpoint, {
+        port: 'metrics', path: '/metrics', interval: '15s', scrapeTimeout: '10s',
+        relabelings: [
+          { sourceLabels: [`__meta_kubernetes_${role}_label_app_kubernetes_io_component`], targetLabel: 'component' },
+          { sourceLabels: ['__meta_kubernetes_pod_node_name'], targetLabel: 'node' },
+          { action: 'labeldrop', regex: 'pod' },
+        ],
+        metricRelabelings: [{ action: 'drop', sourceLabels: ['__name__'], regex: 'nodejs_.*' }],
+      });
+    }
+    assert.throws(() => render('--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.podMonitor.enabled=true'), /one of them/);
+  });
+
+  it('renders NetworkPolicies only when asked: metrics ingress, the API server, DNS, and the agent\'s hooks while it runs them', () => {
+    assert.deepEqual(render().filter((o) => o.kind === 'NetworkPolicy'), []);
+    const policies = (...args: string[]) => render('--set', 'networkPolicy.enabled=true', ...args).filter((o) => o.kind === 'NetworkPolicy');
+    const apiServer = { to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }], ports: [{ protocol: 'TCP', port: 443 }, { protocol: 'TCP', port: 6443 }] };
+    const dns = { ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] };
+    const hooks = { to: [{ namespaceSelector: {} }] };
+    const [agent, controller] = policies();
+    assert.deepEqual([agent?.metadata.name, controller?.metadata.name], ['sidecar-terminator-agent', 'sidecar-terminator-controller']);
+    assert.deepEqual(agent!.spec, {
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'sidecar-terminator', 'app.kubernetes.io/component': 'agent' } },
+      policyTypes: ['Ingress', 'Egress'], ingress: [{ ports: [{ protocol: 'TCP', port: 9440 }] }], egress: [apiServer, dns, hooks],
+    });
+    assert.deepEqual(controller!.spec!.egress, [apiServer, dns]);
+    const prometheus = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }];
+    const narrowed = policies('--set', 'agent.preStopHTTPHooks=false', '--set', 'networkPolicy.dns=false', '--set', 'agent.metricsPort=9550',
+      '--set-json', 'networkPolicy.apiServer={"cidrs":["10.0.0.1/32"],"ports":[6443]}', '--set-json', `networkPolicy.metricsFrom=${JSON.stringify(prometheus)}`);
+    assert.deepEqual(narrowed[0]!.spec!.ingress, [{ ports: [{ protocol: 'TCP', port: 9550 }], from: prometheus }]);
+    for (const p of narrowed) assert.deepEqual(p.spec!.egress, [{ to: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] }]);
+  });
+
+  it('says so when the API server does not serve the admission policies, unless they are turned off', () => {
+    const withoutApi = (...args: string[]) => execFileSync(HELM, ['template', 'st', CHART, '--set', 'image.repository=r', ...args],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.throws(() => withoutApi(), (err: { stderr?: string }) => /admissionPolicies\.enabled: this API server does not serve admissionregistration\.k8s\.io\/v1 ValidatingAdmissionPolicy .* set admissionPolicies\.enabled=false .* pass --api-versions admissionregistration\.k8s\.io\/v1\/ValidatingAdmissionPolicy/.test(err.stderr ?? ''));
+    assert.doesNotMatch(withoutApi('--set', 'admissionPolicies.enabled=false'), /ValidatingAdmissionPolicy|agent-requests/);
+  });
+
+  it('passes helm lint --strict with every optional object on', () => {
+    execFileSync(HELM, ['lint', '--strict', CHART, '--set', 'image.repository=r', '--set', 'admissionPolicies.enabled=false', ...everything,
+      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true', '--set-json', 'commonLabels={"team":"platform"}'],
+    { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
   });
 });

@@ -16,23 +16,68 @@ agent per node) must not be doubled by a second release name.
 {{- end }}
 
 {{/*
-The labels of every object: the kustomize base's name and part-of, and Helm's own.
+The namespace of every namespaced object (namespaceOverride, default the release's).
+*/}}
+{{- define "sidecar-terminator.namespace" -}}
+{{ .Values.namespaceOverride | default .Release.Namespace }}
+{{- end }}
+
+{{/*
+commonLabels, refused where they would overwrite one of the chart's own labels (which selectors,
+the controller's --agent-pod-selector and Helm's ownership rely on).
+*/}}
+{{- define "sidecar-terminator.commonLabels" -}}
+{{- range $key, $_ := .Values.commonLabels }}
+{{- if or (hasPrefix "app.kubernetes.io/" $key) (hasPrefix "helm.sh/" $key) }}
+{{- fail (printf "commonLabels: %s is one of the chart's own labels (app.kubernetes.io/*, helm.sh/*)" $key) }}
+{{- end }}
+{{- end }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels of every object: the kustomize base's name and part-of, Helm's own, and commonLabels.
 */}}
 {{- define "sidecar-terminator.labels" -}}
 app.kubernetes.io/name: {{ include "sidecar-terminator.name" . }}
 app.kubernetes.io/part-of: sidecar-terminator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{ include "sidecar-terminator.releaseLabels" . }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- include "sidecar-terminator.commonLabels" . }}
 {{- end }}
 
 {{/*
-A component's Pod selector (and Pod labels): (list $ "agent") or (list $ "controller").
+The release's instance and version labels, on every object and Pod.
+*/}}
+{{- define "sidecar-terminator.releaseLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+
+{{/*
+A component's Pod selector: (list $ "agent") or (list $ "controller"). The selectors of a
+Deployment and a DaemonSet cannot change on upgrade: keep these two labels as they are.
 */}}
 {{- define "sidecar-terminator.selector" -}}
 app.kubernetes.io/name: {{ include "sidecar-terminator.name" (index . 0) }}
 app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/*
+A component's Pod labels: its selector, the release's labels, commonLabels and its podLabels value.
+(list $ "agent") or (list $ "controller").
+*/}}
+{{- define "sidecar-terminator.podLabels" -}}
+{{- $ := index . 0 }}
+{{- include "sidecar-terminator.selector" . }}
+{{ include "sidecar-terminator.releaseLabels" $ }}
+{{- include "sidecar-terminator.commonLabels" $ }}
+{{- with (get $.Values (index . 1)).podLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -75,17 +120,9 @@ agent/config.ts's and crr/config.ts's; test/manifests-helm.test.ts checks values
 The namespace of the controller's Lease (and of the Role that lets it use it).
 */}}
 {{- define "sidecar-terminator.leaseNamespace" -}}
-{{ .Values.controller.leaseNamespace | default .Release.Namespace }}
+{{ .Values.controller.leaseNamespace | default (include "sidecar-terminator.namespace" .) }}
 {{- end }}
 
-{{/*
-Whether the admission policies (and the agent's create permission they make safe) are rendered.
-*/}}
-{{- define "sidecar-terminator.policies" -}}
-{{- if and .Values.admissionPolicies.enabled (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") -}}
-true
-{{- end }}
-{{- end }}
 
 {{/*
 The agent's ServiceAccount: its object, the DaemonSet, every binding of the agent's roles and the
@@ -113,4 +150,32 @@ one the agent looks for (agent/runtime/discover.ts), so it finds the socket with
 {{- fail (printf "agent.runtime %q: one of containerd, k3s, microk8s, crio, cri-dockerd, docker (or set agent.hostRunPath)" .Values.agent.runtime) }}
 {{- end }}
 {{- list (.Values.agent.runtimeSocketHostPath | default (index $preset 0)) (index $preset 1) | toJson }}
+{{- end }}
+
+{{/*
+A ServiceMonitor's or PodMonitor's endpoint: (list <its values> "service") or (list <its values> "pod"),
+the discovery role whose meta labels name the component.
+*/}}
+{{- define "sidecar-terminator.scrapeEndpoint" -}}
+{{- $values := index . 0 -}}
+port: metrics
+path: /metrics
+interval: {{ $values.interval }}
+{{- with $values.scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+relabelings:
+  # Which component a series came from, and on which node an agent runs: for ad-hoc queries
+  # (neither the alerts nor the dashboard need these labels).
+  - sourceLabels: [__meta_kubernetes_{{ index . 1 }}_label_app_kubernetes_io_component]
+    targetLabel: component
+  - sourceLabels: [__meta_kubernetes_pod_node_name]
+    targetLabel: node
+  {{- with $values.relabelings }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with $values.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
