@@ -266,6 +266,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       'agent.updateStrategy': { type: 'OnDelete', rollingUpdate: null }, 'controller.strategy': { type: 'Recreate', rollingUpdate: null },
       'agent.livenessProbe': { periodSeconds: 21 }, 'controller.readinessProbe': { periodSeconds: 12 },
       'agent.podSecurityContext': { fsGroup: 5 }, 'controller.securityContext': { runAsUser: 7 },
+      'controller.agentlessSwapImages': ['registry.example/qe', 'busybox:1.36'],
     };
     const args = [
       ...Object.entries(sets).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
@@ -287,6 +288,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       kubeconfig: '/c', metricsPort: 9551, workers: 9, resyncSeconds: 13, leaderElect: false, leaseNamespace: 'lease-ns',
       leaseName: 'lease-x', requestDeadlineSeconds: 301, requestTTLSeconds: 602, sidecarStartTimeoutSeconds: 123,
       agentlessNodeSelector: 'eks.amazonaws.com/compute-type=fargate', agentlessAfterSeconds: 0, logLevel: 'warn',
+      agentlessSwapImages: ['registry.example/qe', 'busybox:1.36'],
     });
 
     for (const [workload, part, port] of [[agent, 'agent', 9550], [controller, 'controller', 9551]] as const) {
@@ -645,7 +647,8 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     try {
       helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues(),
         '--set-json', `agent.nodeSelector=${JSON.stringify({ 'kubernetes.io/os': 'linux', 'sidecar-terminator.dev/e2e-no-agent': 'true' })}`,
-        '--set-string', `controller.agentlessNodeSelector=${label}=true`, '--wait', '--timeout', '5m');
+        '--set-string', `controller.agentlessNodeSelector=${label}=true`,
+        '--set-json', 'controller.agentlessSwapImages=["sidecar-terminator.local/quick-exit"]', '--wait', '--timeout', '5m');
       rolledOut();
       await waitFor(async () => (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: 'app.kubernetes.io/component=agent' })).items.length === 0,
         { description: `no agent Pod left in ${RELEASE_NAMESPACE}`, timeoutMs: 120_000 });

@@ -47,7 +47,8 @@ const flagsOf = (usage: string) => new Set([...usage.matchAll(/^\s+--([a-z-]+)/g
 function templateFlags(template: string): { values: Map<string, { key: string; programDefault: string }>; literal: Set<string> } {
   const text = read(`${CHART}/templates/${template}`);
   const fromValues = new Map<string, { key: string; programDefault: string }>();
-  for (const m of text.matchAll(/\(list "([a-z-]+)" \.Values\.(?:agent|controller)\.(\w+) ("[^"]*"|[^)\s]+)\)/g)) {
+  // A list value is passed joined with commas: `(join "," .Values.part.key)`.
+  for (const m of text.matchAll(/\(list "([a-z-]+)" (?:\(join "," )?\.Values\.(?:agent|controller)\.(\w+)\)? ("[^"]*"|[^)\s]+)\)/g)) {
     fromValues.set(m[1]!, { key: m[2]!, programDefault: m[3]!.replace(/^"|"$/g, '') });
   }
   const literal = new Set([...text.matchAll(/^\s+- --([a-z-]+)=/gm)].map((m) => m[1]!));
