@@ -38,7 +38,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished},
                                     1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)
   --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
-                                    from the host network, where a Pod's author may reach what its Pod cannot;
+                                    from the agent's own Pod, whose network policy is not the target Pod's;
                                     each is reported on its Pod (PreStopHookNotRun) and the stop goes on
 ${COMMON_USAGE}`;
 

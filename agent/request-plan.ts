@@ -288,7 +288,7 @@ const HOOK_KINDS = new Set(['exec', 'httpGet', 'sleep', 'tcpSocket']);
 /**
  * Why a preStop hook is not run, or undefined: kubelet does not run `tcpSocket` as a lifecycle
  * handler (only as a probe), a kind a later release adds is unknown here, and operators may turn
- * httpGet hooks off (they are sent from the agent's network position, the node's).
+ * httpGet hooks off (they are sent from the agent's network position, its own Pod's).
  */
 export function hookRefusal(hook: Handler, httpHooks: boolean): string | undefined {
   const unknown = Object.keys(hook).filter((kind) => !HOOK_KINDS.has(kind));

@@ -135,6 +135,18 @@ describe('R22: a node where no agent runs', () => {
     await deployProject(); // the agent back on the node, the controller without the agentless flags
   });
 
+  /** Runs a marked Job, and returns its Pod once its main is done, with the SidecarNotStoppable Warning it got. */
+  async function notStoppable(job: string, env: { name: string; value: string }[]): Promise<{ pod: V1Pod; warning: CoreV1Event }> {
+    await runMarkedJob(namespace!, job, env);
+    const pod = await waitFor(async () => {
+      const p = await onlyPod(namespace!, job);
+      return p.status?.containerStatuses?.find((s) => s.name === 'main')?.state?.terminated ? p : undefined;
+    }, { description: `the main container of Job ${job} done`, timeoutMs: 60_000 });
+    const warning = await waitFor(async () => (await eventsOf(pod, EVENT_REASONS.notStoppable))[0],
+      { description: `a ${EVENT_REASONS.notStoppable} Warning`, timeoutMs: 30_000 });
+    return { pod, warning };
+  }
+
   it('named by --agentless-node-selector: the image is swapped at once, no request, the Job completes', async () => {
     kubectl('label', 'node', node, `${AGENTLESS_LABEL}=true`, '--overwrite');
     await runMarkedJob(namespace!, 'by-selector', [SIDECAR_MARK, WITH_IMAGE]);
@@ -152,13 +164,7 @@ describe('R22: a node where no agent runs', () => {
   });
 
   it('named by the selector, a sidecar with only the request marker: one Warning saying to add ..._WITH_IMAGE', async () => {
-    await runMarkedJob(namespace!, 'warned', [SIDECAR_MARK]);
-    const pod = await waitFor(async () => {
-      const p = await onlyPod(namespace!, 'warned');
-      return p.status?.containerStatuses?.find((s) => s.name === 'main')?.state?.terminated ? p : undefined;
-    }, { description: 'the main container of Job warned done', timeoutMs: 60_000 });
-    const warning = await waitFor(async () => (await eventsOf(pod, EVENT_REASONS.notStoppable))[0],
-      { description: `a ${EVENT_REASONS.notStoppable} Warning`, timeoutMs: 30_000 });
+    const { pod, warning } = await notStoppable('warned', [SIDECAR_MARK]);
     assert.equal(warning.type, 'Warning');
     assert.match(warning.message ?? '', new RegExp(`"proxy".*node "${node}" has no sidecar-terminator agent.*Set ${WITH_IMAGE.name} on it`));
     assert.equal(warning.count ?? 1, 1, 'sent once');
@@ -167,13 +173,7 @@ describe('R22: a node where no agent runs', () => {
   });
 
   it('named by the selector, ..._WITH_IMAGE naming an image the operator does not allow: not swapped, one Warning naming it', async () => {
-    await runMarkedJob(namespace!, 'unlisted', [SIDECAR_MARK, { name: WITH_IMAGE.name, value: PAUSE }]);
-    const pod = await waitFor(async () => {
-      const p = await onlyPod(namespace!, 'unlisted');
-      return p.status?.containerStatuses?.find((s) => s.name === 'main')?.state?.terminated ? p : undefined;
-    }, { description: 'the main container of Job unlisted done', timeoutMs: 60_000 });
-    const warning = await waitFor(async () => (await eventsOf(pod, EVENT_REASONS.notStoppable))[0],
-      { description: `a ${EVENT_REASONS.notStoppable} Warning`, timeoutMs: 30_000 });
+    const { pod, warning } = await notStoppable('unlisted', [SIDECAR_MARK, { name: WITH_IMAGE.name, value: PAUSE }]);
     assert.match(warning.message ?? '', new RegExp(`"proxy" names ${PAUSE.replace(/[.]/g, '\\.')}: not an image the operator allows.*--agentless-swap-images: ${QUICK_EXIT_REPOSITORY}`));
     assert.equal(warning.count ?? 1, 1, 'sent once');
     const now = await clients().core.readNamespacedPod({ namespace: namespace!, name: pod.metadata!.name! });
