@@ -18,7 +18,7 @@
 // - A continue page carries only its token (the token pins the version; a resourceVersion next to
 //   it is invalid).
 import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
-import { listPaged } from './kube/list.ts';
+import { listPaged, PageSizing } from './kube/list.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
 
@@ -41,7 +41,7 @@ export interface InformerOptions<T extends WatchedObject, P> {
   indexBy?: (projection: P) => readonly string[];
   onRestart?: () => void;
   log: Logger;
-  /** Objects per list page to start with (default 500); a page over the client's answer cap is asked again smaller (listPaged). */
+  /** Objects per list page to start with (default 500); a page over the client's answer cap, or not served in time, is asked again smaller, and relists keep the size learned (listPaged). */
   pageSize?: number;
 }
 
@@ -76,6 +76,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private readonly index = new Map<string, Set<string>>();
   private readonly indexed = new Map<string, readonly string[]>();
   private readonly o: InformerOptions<T, P>;
+  /** The list's page size, as the relists before this one left it. */
+  private readonly pageSizing: PageSizing;
   /** Where the watch resumes; empty: list first. */
   private resourceVersion = '';
   /** The newest resource version applied (kept across 410 Gone): a re-list is never older. */
@@ -88,6 +90,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   constructor(options: InformerOptions<T, P>) {
     this.o = options;
+    this.pageSizing = new PageSizing(options.pageSize ?? DEFAULT_PAGE_SIZE);
   }
 
   start(): void {
@@ -155,7 +158,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     const seen = new Set<string>();
     let version: string;
     try {
-      version = await listPaged<T>(this.o.client, this.o.path, { first: this.firstPageQuery(), next: this.selectors(), pageSize: this.o.pageSize ?? DEFAULT_PAGE_SIZE }, (items) => {
+      version = await listPaged<T>(this.o.client, this.o.path, { first: this.firstPageQuery(), next: this.selectors(), pageSize: this.pageSizing }, (items) => {
         for (const obj of items) {
           const key = objectKey(obj);
           seen.add(key);

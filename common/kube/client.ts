@@ -55,6 +55,14 @@ export class KubeAnswerTooLargeError extends Error {
   }
 }
 
+/** No answer came within the call's time: the server may be busy serving it, or the connection dead. */
+export class KubeNoAnswerError extends Error {
+  constructor(what: string, timeoutMs: number) {
+    super(`${what}: no answer in ${timeoutMs} ms`);
+    this.name = 'KubeNoAnswerError';
+  }
+}
+
 const REQUEST_TIMEOUT_MS = 30_000;
 /** A watch sends at least a bookmark a minute; this much silence means the connection is dead. */
 const WATCH_IDLE_TIMEOUT_MS = 5 * 60_000;
@@ -327,7 +335,7 @@ export class KubeClient implements KubeApi {
         this.clock?.observe(res.headers.date, sentAtMs, Date.now());
         resolve(res);
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${o.timeoutMs} ms`)));
+      req.on('timeout', () => req.destroy(new KubeNoAnswerError(`${method} ${url.pathname}`, o.timeoutMs)));
       req.on('error', (err) => {
         if (!o.signal?.aborted) tell('error');
         reject(err);

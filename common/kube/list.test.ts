@@ -1,14 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Query } from './api.ts';
-import { KubeAnswerTooLargeError } from './client.ts';
-import { listPaged } from './list.ts';
+import { KubeAnswerTooLargeError, KubeApiError, KubeNoAnswerError } from './client.ts';
+import { listPaged, PageSizing } from './list.ts';
 
 /**
  * A collection of `sizes` (each object's weight) served in pages: a page over `cap` is refused as
  * the client refuses an answer over its cap. Records every query.
  */
-function collection(sizes: number[], cap: number) {
+function collection(sizes: number[], cap: number, overCap: (path: string) => Error = (path) => new KubeAnswerTooLargeError(`GET ${path}`, cap)) {
   const queries: Query[] = [];
   const client = {
     get: <T>(path: string, query: Query = {}): Promise<T> => {
@@ -16,7 +16,7 @@ function collection(sizes: number[], cap: number) {
       const from = query.continue ? Number(query.continue) : 0;
       const to = Math.min(sizes.length, from + Number(query.limit));
       const weight = sizes.slice(from, to).reduce((a, b) => a + b, 0);
-      if (weight > cap) return Promise.reject(new KubeAnswerTooLargeError(`GET ${path}`, cap));
+      if (weight > cap) return Promise.reject(overCap(path));
       const items = sizes.slice(from, to).map((_, i) => ({ n: from + i }));
       return Promise.resolve({ items, metadata: { resourceVersion: '7', continue: to < sizes.length ? String(to) : '' } } as T);
     },
@@ -24,8 +24,8 @@ function collection(sizes: number[], cap: number) {
   return { client, queries };
 }
 
-async function all(sizes: number[], cap: number, pageSize: number) {
-  const { client, queries } = collection(sizes, cap);
+async function all(sizes: number[], cap: number, pageSize: number | PageSizing, overCap?: (path: string) => Error) {
+  const { client, queries } = collection(sizes, cap, overCap);
   const seen: number[] = [];
   const version = await listPaged<{ n: number }>(client, '/apis/g/v1/things', { first: { labelSelector: 'a=b', resourceVersion: '5' }, next: { labelSelector: 'a=b' }, pageSize }, (items) => {
     for (const i of items) seen.push(i.n);
@@ -51,6 +51,28 @@ describe('listPaged (R48): every object, one capped answer at a time, whatever t
     assert.deepEqual(seen, sizes.map((_, i) => i));
     // 8 light; then 2 light + 6 heavy refused, 4 (2 light + 2 heavy) served; from there 2 a page.
     assert.deepEqual(queries.map((q) => [q.continue ?? '', q.limit]), [['', 8], ['8', 8], ['8', 4], ['12', 4], ['12', 2], ['14', 2], ['16', 2], ['18', 2]]);
+  });
+
+  it('a page not served before the client\'s timeout is asked again smaller, as one over the cap', async () => {
+    const { seen, queries } = await all(Array(6).fill(40), 100, 8, (path) => new KubeNoAnswerError(`GET ${path}`, 30_000));
+    assert.deepEqual(seen, [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(queries.map((q) => q.limit), [8, 4, 2, 2, 2]);
+  });
+
+  it('the server\'s 504 (its watch cache behind the version asked) fails the list as it is: a smaller page would not help', async () => {
+    await assert.rejects(all(Array(6).fill(40), 100, 8, (path) => new KubeApiError(504, 'GET', path, '')), (err) => err instanceof KubeApiError && err.code === 504);
+  });
+
+  it('relists keep the size learned: no large page asked again, and the size grows back once a list needs no smaller page', async () => {
+    const sizing = new PageSizing(8);
+    const heavy = Array(6).fill(40);
+    assert.deepEqual((await all(heavy, 100, sizing)).queries.map((q) => q.limit), [8, 4, 2, 2, 2]);
+    assert.deepEqual((await all(heavy, 100, sizing)).queries.map((q) => q.limit), [2, 2, 2]);
+    assert.equal(sizing.limit, 4);
+    await all(Array(6).fill(1), 100, sizing);
+    assert.equal(sizing.limit, 8);
+    await all(Array(6).fill(1), 100, sizing);
+    assert.equal(sizing.limit, 8, 'never past the size it started with');
   });
 
   it('one object over the cap alone fails the list with the cap\'s error, never reads past it', async () => {
