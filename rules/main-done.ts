@@ -3,7 +3,8 @@
 // first matching restart rule, else its own restartPolicy, else the Pod's; a rule restarting every
 // container, or a Pod already doing so, restarts the mains too. Used by the controller's decision,
 // the phase guard and the agent's fast path alike.
-import type { ContainerProjection, ContainerStatusProjection, PodProjection, RestartRuleProjection } from './projection.ts';
+import type { ContainerProjection, ContainerStatusProjection, PodProjection } from './projection.ts';
+import { matchingRule } from './restart-rules.ts';
 import { sameImage } from './image-reference.ts';
 
 /** The reason kubelet gives a container it ended (or found gone) while starting the whole Pod over. */
@@ -41,14 +42,6 @@ function byPolicy(policy: string, exitCode: number): boolean | undefined {
     default:
       return undefined;
   }
-}
-
-/**
- * The first rule whose exit codes match: `In` the code is listed, `NotIn` it is not. A rule with
- * another operator or without exit codes matches nothing (kubelet skips it).
- */
-export function matchingRule(rules: readonly RestartRuleProjection[], exitCode: number): RestartRuleProjection | undefined {
-  return rules.find((r) => (r.operator === 'In' ? r.values.includes(exitCode) : r.operator === 'NotIn' && !r.values.includes(exitCode)));
 }
 
 /** Why a main is not done, for logs and the table tests. */

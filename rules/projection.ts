@@ -10,7 +10,8 @@ import {
   ENV_TERMINATE_WITH_IMAGE,
 } from '../api/names.ts';
 import { toMs } from '../common/time.ts';
-import { matchingRule } from './main-done.ts';
+import type { RestartRuleProjection } from './restart-rules.ts';
+import { matchingRule } from './restart-rules.ts';
 
 /** Markers read from a container's env (literal `value` only). */
 export interface EnvMarkers {
@@ -38,13 +39,6 @@ export interface ContainerProjection {
 export interface ContainerRestartProjection {
   policy: string;
   rules: RestartRuleProjection[];
-}
-
-export interface RestartRuleProjection {
-  action: string;
-  /** `In` or `NotIn`; absent when the rule has no exit codes (kubelet never matches it). */
-  operator?: string;
-  values: number[];
 }
 
 /** The API server allows 20 rules a container and 255 codes a rule. */

@@ -51,6 +51,25 @@ function violation(file: string, specifier: string): string | undefined {
   return `${file} imports ${specifier} (${target}): ${from}/ may import only from ${allowed.map((d) => `${d}/`).join(', ')}`;
 }
 
+/** Each loop of the graph once, as the files around it (depth-first: a file met again while open closes one). */
+function importLoops(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const loops: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string): void => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === 'open') loops.push([...stack.slice(stack.indexOf(next)), next].join(' → '));
+      else if (!state.has(next) && graph.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return loops;
+}
+
 describe('imports flow one way', () => {
   it('the checker reads every kind of import and catches each direction that is not allowed', () => {
     const source = [
@@ -81,6 +100,9 @@ describe('imports flow one way', () => {
     assert.equal(violation('common/version.ts', '../package.json'), undefined);
     assert.equal(violation('e2e/x.ts', '../crr/y.ts'), undefined);
     assert.equal(violation('agent/x.ts', '@kubernetes/client-node'), undefined);
+    const loop = new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts', 'd.ts']], ['d.ts', []]]);
+    assert.deepEqual(importLoops(loop), ['a.ts → b.ts → c.ts → a.ts']);
+    assert.deepEqual(importLoops(new Map([['a.ts', ['b.ts', 'c.ts']], ['b.ts', ['c.ts']], ['c.ts', []]])), [], 'two ways to one file are no loop');
   });
 
   it('no file of agent/, crr/, rules/, api/ or common/ imports against the direction', () => {
@@ -97,6 +119,19 @@ describe('imports flow one way', () => {
     }
     assert.ok(files > 50, `only ${files} files read`);
     assert.deepEqual(problems, []);
+  });
+
+  it('no module of agent/, crr/, rules/, api/ or common/ imports itself back through others (no import loop)', () => {
+    const graph = new Map<string, string[]>();
+    for (const dir of Object.keys(MAY_IMPORT)) {
+      for (const file of tsFiles(dir)) {
+        if (file.endsWith('.test.ts')) continue;
+        graph.set(file, specifiers(readFileSync(path.join(ROOT, file), 'utf8'))
+          .filter((s) => s.startsWith('.'))
+          .map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s))));
+      }
+    }
+    assert.deepEqual(importLoops(graph), []);
   });
 
   it('test support (test/support/: the Pod fixtures, the fake API server) is imported by tests only', () => {
