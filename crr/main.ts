@@ -104,7 +104,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     onChange: (key, r) => {
       if (!r) return;
       requestQueue.add(key);
-      podQueue.add(`${r.metadata.namespace}/${r.spec.podName}`);
+      podQueue.add(namespacedKey(r.metadata.namespace!, r.spec.podName));
     },
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,

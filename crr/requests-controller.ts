@@ -14,7 +14,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { LifecycleAction, ReadinessAction } from './lifecycle.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { completedStatus, LABEL_ACTIVE, READINESS_CONDITION, READINESS_FINALIZER, requestPath } from '../api/container-recreate-request.ts';
-import { namespacedKey } from '../common/informer.ts';
+import { namespacedKey, splitKey } from '../common/informer.ts';
 
 export interface RequestsControllerDeps {
   /** Reads Pods; patches requests and Pod status; deletes requests. */
@@ -40,7 +40,7 @@ export class RequestsController {
   }
 
   async reconcile(key: string): Promise<QueueResult | void> {
-    const [namespace, name] = key.split('/') as [string, string];
+    const [namespace, name] = splitKey(key);
     const crr = this.deps.cachedRequest(namespace, name);
     if (!crr) return;
     const pod = needsPod(crr) ? await this.readPod(namespace, crr.spec.podName) : undefined;
