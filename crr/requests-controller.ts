@@ -3,7 +3,7 @@
 import { FirstTimes } from '../common/first-times.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
-import { ignoreNotFound, isNotFound } from '../common/kube/errors.ts';
+import { ignoreNotFound, isConflict, isNotFound } from '../common/kube/errors.ts';
 import { getObject } from '../common/kube/client.ts';
 import { isValidName, podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
@@ -69,7 +69,24 @@ export class RequestsController {
     this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.requestRefused, message: `ContainerRecreateRequest ${crr.metadata.name}: ${message}` });
   }
 
+  /**
+   * Each write carries the cached resourceVersion (the delete, the uid). A conflict means the cache is
+   * behind a version the watch will deliver, which queues the request again: it is not retried from
+   * the stale copy, which under load (an API server slow to send big requests) only conflicts again,
+   * each try costing the server a read of the whole object.
+   */
   private async apply(crr: ContainerRecreateRequest, action: LifecycleAction, pod: V1Pod | undefined): Promise<void> {
+    try {
+      await this.applyLifecycle(crr, action, pod);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      this.deps.log.debug('request changed since it was read; decided again when the watch brings it', {
+        request: namespacedKey(crr.metadata.namespace!, crr.metadata.name!), action: action.kind,
+      });
+    }
+  }
+
+  private async applyLifecycle(crr: ContainerRecreateRequest, action: LifecycleAction, pod: V1Pod | undefined): Promise<void> {
     if (action.kind === 'none') return;
     const ref = namespacedKey(crr.metadata.namespace!, crr.metadata.name!);
     this.deps.onAction?.(action.kind);
