@@ -8,6 +8,7 @@ describe('parseAgentConfig', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
       nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
       requestDeadlineSeconds: 300, requestTTLSeconds: 600, prestopHttpHooks: true, logLevel: 'info',
+      kubeApiQps: 100, kubeApiBurst: 500,
     });
   });
   it('takes its namespace from POD_NAMESPACE', () => {

@@ -2,9 +2,10 @@
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
+import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
 import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
-export interface AgentConfig {
+export interface AgentConfig extends ApiRateConfig {
   nodeName: string;
   /** The agent's own namespace (env POD_NAMESPACE), where its start-up checks address dry-run requests. */
   namespace: string;
@@ -25,6 +26,8 @@ export interface AgentConfig {
   logLevel: LogLevel;
 }
 
+const API_RATE = apiRateFlags('agent');
+
 const USAGE = `usage: sidecar-terminator agent [flags]
   --node-name NAME                  node this agent serves (default: env NODE_NAME; required)
   --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
@@ -40,6 +43,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
                                     from the agent's own Pod, whose network policy is not the target Pod's;
                                     each is reported on its Pod (PreStopHookNotRun) and the stop goes on
+${API_RATE.usage}
 ${COMMON_USAGE}`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
@@ -57,6 +61,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       'request-deadline-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.activeDeadlineSeconds) },
       'request-ttl-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.ttlSecondsAfterFinished) },
       'prestop-http-hooks': { type: 'string', default: 'true' },
+      ...API_RATE.options,
     },
     strict: true,
   });
@@ -74,6 +79,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
     prestopHttpHooks: boolFlag('prestop-http-hooks', values['prestop-http-hooks']),
+    ...API_RATE.parse(values),
     logLevel: logLevel(values['log-level'], env),
   };
 }

@@ -57,12 +57,13 @@ export const STOP_DRAIN_MS = 20_000;
  */
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, restart: (reason: string) => void = () => {}): Promise<RunningAgent> {
   const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
-  const metrics = createAgentMetrics(() => queue.depth());
+  const metrics = createAgentMetrics();
   // Request deadlines count from the API server's timestamps: measured on its clock.
   const apiClock = new ServerClock();
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
     userAgent: userAgentFor('agent', VERSION),
-    onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+    ...metrics.apiClient,
+    rateLimit: { qps: config.kubeApiQps, burst: config.kubeApiBurst },
     clock: apiClock,
   });
   // Exits matter only to the fast path: without it the controller creates every request.
@@ -146,6 +147,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
   const queue: WorkQueue = new WorkQueue({
     workers: config.workers,
     handler: (key, worker) => reconciler.reconcile(key, worker),
+    observe: metrics.workQueue('pods'),
     onError: (key, err, retryInMs) => log.warn('reconcile failed, retrying', { pod: key, error: errorMessage(err), retryInMs }),
   });
 

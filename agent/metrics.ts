@@ -5,7 +5,7 @@ import { processRegistry, programMetrics } from '../common/metrics.ts';
 /** From a millisecond (the floor: an exit event and a runtime call) to the longest grace period. */
 const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-export function createAgentMetrics(queueDepth: () => number) {
+export function createAgentMetrics() {
   const registry = processRegistry();
   return {
     registry,
@@ -87,14 +87,6 @@ export function createAgentMetrics(queueDepth: () => number) {
       help: 'Watches restarted after an error, by resource.',
       labelNames: ['resource'] as const,
       registers: [registry],
-    }),
-    queueDepth: new Gauge({
-      name: 'sidecar_terminator_agent_queue_depth',
-      help: 'Pods waiting to be processed.',
-      registers: [registry],
-      collect() {
-        this.set(queueDepth());
-      },
     }),
   };
 }

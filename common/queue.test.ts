@@ -24,7 +24,7 @@ describe('WorkQueue', () => {
     q.add('a');
     q.add('a');
     q.add('b');
-    assert.equal(q.depth(), 2);
+    assert.equal(q.state().depth, 2);
     gate.resolve();
     await q.idle();
     assert.deepEqual(seen, ['busy', 'a', 'b']);
@@ -302,5 +302,52 @@ describe('WorkQueue delays', () => {
     }
     q.stop();
     assert.equal(delays.at(-1), 60_000);
+  });
+});
+
+describe('WorkQueue: what it tells its observer (client-go\'s work-queue metrics)', () => {
+  it('adds (not a key already waiting or already re-added while it runs), waits, work, failures and what runs now', async () => {
+    let now = 1000;
+    const told: string[] = [];
+    let queue: WorkQueue | undefined;
+    const gate = deferred();
+    const q = new WorkQueue({
+      workers: 1,
+      now: () => now,
+      handler: async (k) => {
+        if (k === 'slow') await gate.promise;
+        if (k === 'bad') throw new Error('boom');
+      },
+      onError: () => {},
+      observe: (observed) => {
+        queue = observed;
+        return {
+          added: () => told.push('added'),
+          started: (s) => told.push(`started ${s}`),
+          finished: (s) => told.push(`finished ${s}`),
+          failed: () => told.push('failed'),
+        };
+      },
+    });
+    assert.equal(queue, q);
+    q.add('slow');
+    q.add('a');
+    q.add('a'); // waiting already
+    now = 1500;
+    assert.deepEqual(q.state(), { depth: 1, unfinishedWorkSeconds: 0.5, longestRunningSeconds: 0.5 });
+    q.add('slow'); // runs: queued again once it settles, counted once
+    q.add('slow');
+    now = 3000;
+    gate.resolve();
+    await q.idle();
+    // One worker: slow (2 s), then a (waited 2 s), then slow again (re-added at 1.5 s).
+    assert.deepEqual(told, ['added', 'started 0', 'added', 'added', 'finished 2', 'started 2', 'finished 0', 'started 1.5', 'finished 0']);
+
+    told.length = 0;
+    q.add('bad');
+    await flush();
+    q.stop();
+    assert.deepEqual(told, ['added', 'started 0', 'failed', 'finished 0']);
+    assert.deepEqual(q.state(), { depth: 0, unfinishedWorkSeconds: 0, longestRunningSeconds: 0 });
   });
 });

@@ -1,7 +1,8 @@
 // A keyed work queue in the manner of client-go's: a key is queued at most once, never processed by
 // two workers at once, re-run if it was added while being processed, and retried with backoff
 // when its handler fails. A handler may give its worker back before it settles (`release`), when
-// what is left of its work must not hold up other keys; its key stays busy until it settles.
+// what is left of its work must not hold up other keys; its key stays busy until it settles. It tells
+// an observer what client-go's work queues tell their metrics (common/queue-metrics.ts).
 
 /**
  * The longest delay the queue ever waits before re-running a key (one hour). Node's timers hold at
@@ -32,6 +33,28 @@ export interface QueueWorker {
 
 export type QueueHandler = (key: string, worker: QueueWorker) => Promise<QueueResult | void>;
 
+/** What a queue tells of its work as it happens, as client-go's work queues tell their metrics. */
+export interface QueueObserver {
+  /** A key was queued (not one already waiting: those are deduplicated). */
+  added(): void;
+  /** A key was handed to a worker after waiting this long since it was queued. */
+  started(waitedSeconds: number): void;
+  /** A key's handler settled after running this long. */
+  finished(workedSeconds: number): void;
+  /** A key's handler failed: it is retried after a backoff. */
+  failed(): void;
+}
+
+/** What a queue is doing now, read when the metrics are scraped. */
+export interface QueueState {
+  /** Keys waiting to be processed (not counting delayed ones). */
+  depth: number;
+  /** How long the keys being processed have been, together. */
+  unfinishedWorkSeconds: number;
+  /** How long the key processed longest has been. */
+  longestRunningSeconds: number;
+}
+
 export interface WorkQueueOptions {
   workers: number;
   handler: QueueHandler;
@@ -40,21 +63,27 @@ export interface WorkQueueOptions {
   baseBackoffMs?: number;
   /** The longest retry delay (default 60 s; never more than MAX_REQUEUE_MS). */
   maxBackoffMs?: number;
-  /** The clock that orders delayed adds (default Date.now). */
+  /** The clock that orders delayed adds and times the work (default Date.now). */
   now?: () => number;
+  /** Called once with the queue: what it returns is told of the queue's work. */
+  observe?: (queue: WorkQueue) => QueueObserver;
 }
 
 export class WorkQueue {
-  private readonly pending = new Set<string>();
+  /** Keys waiting, with when each was queued. */
+  private readonly pending = new Map<string, number>();
   private readonly order: string[] = [];
-  private readonly active = new Set<string>();
-  private readonly dirty = new Set<string>();
+  /** Keys being processed, with when each started. */
+  private readonly active = new Map<string, number>();
+  /** Keys added while being processed, with when: they are queued again when they settle. */
+  private readonly dirty = new Map<string, number>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
   private running = 0;
   private stopped = false;
-  private readonly options: Required<WorkQueueOptions>;
+  private readonly options: Required<Omit<WorkQueueOptions, 'observe'>>;
   private idleWaiters: (() => void)[] = [];
+  private readonly observer: QueueObserver | undefined;
 
   constructor(options: WorkQueueOptions) {
     this.options = {
@@ -63,16 +92,19 @@ export class WorkQueue {
       maxBackoffMs: clampDelay(options.maxBackoffMs ?? 60_000),
       now: options.now ?? (() => Date.now()),
     };
+    this.observer = options.observe?.(this);
   }
 
   add(key: string): void {
-    if (this.stopped) return;
-    if (this.active.has(key)) {
-      this.dirty.add(key);
-      return;
-    }
-    if (this.pending.has(key)) return;
-    this.pending.add(key);
+    if (this.stopped || this.pending.has(key) || this.dirty.has(key)) return;
+    const at = this.options.now();
+    this.observer?.added();
+    if (this.active.has(key)) this.dirty.set(key, at);
+    else this.enqueue(key, at);
+  }
+
+  private enqueue(key: string, queuedAt: number): void {
+    this.pending.set(key, queuedAt);
     this.order.push(key);
     this.pump();
   }
@@ -97,9 +129,16 @@ export class WorkQueue {
     this.timers.set(key, { at, timer });
   }
 
-  /** Keys waiting to be processed (not counting delayed ones). */
-  depth(): number {
-    return this.pending.size;
+  state(): QueueState {
+    const now = this.options.now();
+    let unfinishedMs = 0;
+    let longestMs = 0;
+    for (const startedAt of this.active.values()) {
+      const ms = Math.max(0, now - startedAt);
+      unfinishedMs += ms;
+      longestMs = Math.max(longestMs, ms);
+    }
+    return { depth: this.pending.size, unfinishedWorkSeconds: unfinishedMs / 1000, longestRunningSeconds: longestMs / 1000 };
   }
 
   stop(): void {
@@ -117,8 +156,10 @@ export class WorkQueue {
   private pump(): void {
     while (!this.stopped && this.running < this.options.workers && this.order.length > 0) {
       const key = this.order.shift()!;
+      const now = this.options.now();
+      this.observer?.started(Math.max(0, now - this.pending.get(key)!) / 1000);
       this.pending.delete(key);
-      this.active.add(key);
+      this.active.set(key, now);
       this.running++;
       void this.process(key);
     }
@@ -146,12 +187,16 @@ export class WorkQueue {
       this.failures.set(key, attempts);
       // The exponent is capped so the product stays finite; clampDelay bounds it whatever the options.
       const delay = clampDelay(Math.min(this.options.baseBackoffMs * 2 ** Math.min(attempts - 1, 30), this.options.maxBackoffMs));
+      this.observer?.failed();
       this.options.onError(key, err, delay);
       this.addAfter(key, delay);
     } finally {
+      this.observer?.finished(Math.max(0, this.options.now() - this.active.get(key)!) / 1000);
       this.active.delete(key);
       if (!released) this.running--;
-      if (this.dirty.delete(key)) this.add(key);
+      const addedAt = this.dirty.get(key);
+      this.dirty.delete(key);
+      if (addedAt !== undefined && !this.stopped) this.enqueue(key, addedAt);
       this.pump();
     }
   }

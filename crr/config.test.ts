@@ -18,6 +18,8 @@ describe('parseControllerConfig', () => {
     [['--request-ttl-seconds', '604800'], 'requestTTLSeconds', 604_800],
     [['--sidecar-start-timeout-seconds', '30'], 'sidecarStartTimeoutSeconds', 30],
     [['--sidecar-start-timeout-seconds', '86400'], 'sidecarStartTimeoutSeconds', 86_400],
+    [['--kube-api-qps', '2.5'], 'kubeApiQps', 2.5],
+    [['--kube-api-burst', '3'], 'kubeApiBurst', 3],
     [['--agentless-after-seconds', '0'], 'agentlessAfterSeconds', 0],
     [['--agentless-after-seconds', '3600'], 'agentlessAfterSeconds', 3600],
   ];

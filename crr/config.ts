@@ -2,6 +2,7 @@
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
 import { MAX_IMAGE_REFERENCE_LENGTH } from '../rules/projection.ts';
 import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
+import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
 import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
@@ -11,7 +12,7 @@ export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
 export const MAX_AGENTLESS_AFTER_SECONDS = 3600;
 export const DEFAULT_AGENT_POD_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent';
 
-export interface ControllerConfig {
+export interface ControllerConfig extends ApiRateConfig {
   kubeconfig?: string;
   metricsPort: number;
   workers: number;
@@ -37,6 +38,8 @@ export interface ControllerConfig {
   logLevel: LogLevel;
 }
 
+const API_RATE = apiRateFlags('controller');
+
 export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
   --metrics-port N                  port of /metrics, /healthz, /readyz (default 9441)
@@ -58,6 +61,7 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
                                     repository allows its every tag and digest, a reference with a tag or digest
                                     that image alone; empty: none (default ${RELEASED_QUICK_EXIT_IMAGE})
   --agent-pod-selector SEL          the labels of the agent Pods, in the controller's namespace (default ${DEFAULT_AGENT_POD_SELECTOR})
+${API_RATE.usage}
 ${COMMON_USAGE}`;
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
@@ -79,6 +83,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'agentless-after-seconds': { type: 'string', default: '120' },
       'agentless-swap-images': { type: 'string', default: RELEASED_QUICK_EXIT_IMAGE },
       'agent-pod-selector': { type: 'string', default: DEFAULT_AGENT_POD_SELECTOR },
+      ...API_RATE.options,
     },
     strict: true,
   });
@@ -101,6 +106,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     agentlessSwapImages: imageList('agentless-swap-images', values['agentless-swap-images']),
     agentPodSelector: nonEmpty('agent-pod-selector', values['agent-pod-selector']),
     agentNamespace: env.POD_NAMESPACE ?? 'sidecar-terminator',
+    ...API_RATE.parse(values),
     logLevel: logLevel(values['log-level'], env),
   };
 }

@@ -18,7 +18,7 @@ import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { namespacedKey, ProjectingInformer } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
-import type { ControllerMetrics, QueueDepths } from './metrics.ts';
+import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
@@ -37,19 +37,19 @@ export interface RunningController {
 interface Loop {
   synced(): boolean;
   stop(): void;
-  queueDepths(): QueueDepths;
 }
 
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   const log = createLogger('controller', config.logLevel).child({ identity });
   let loops: Loop[] = [];
-  const metrics = createControllerMetrics(() => loops[0]?.queueDepths());
+  const metrics = createControllerMetrics();
   // Request deadlines count from the API server's timestamps: measured on its clock.
   const apiClock = new ServerClock();
   const client = new KubeClient(loadKubeConfig(config.kubeconfig), {
     userAgent: userAgentFor('controller', VERSION),
-    onResponse: (verb, code) => metrics.apiRequests.inc({ verb, code }),
+    ...metrics.apiClient,
+    rateLimit: { qps: config.kubeApiQps, burst: config.kubeApiBurst },
     clock: apiClock,
   });
   await checkSelectors(client, config);
@@ -157,8 +157,12 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
       agentlessSwapImages: config.agentlessSwapImages,
     },
   });
-  const requestQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => requestsController.reconcile(key), onError: onError('request') });
-  const podQueue: WorkQueue = new WorkQueue({ workers: config.workers, handler: (key) => sidecarController.reconcile(key), onError: onError('pod') });
+  const requestQueue: WorkQueue = new WorkQueue({
+    workers: config.workers, handler: (key) => requestsController.reconcile(key), observe: metrics.workQueue('requests'), onError: onError('request'),
+  });
+  const podQueue: WorkQueue = new WorkQueue({
+    workers: config.workers, handler: (key) => sidecarController.reconcile(key), observe: metrics.workQueue('pods'), onError: onError('pod'),
+  });
 
   const resync = setInterval(() => {
     for (const key of requests.keys()) requestQueue.add(key);
@@ -169,7 +173,6 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   pods.start();
   return {
     synced: () => nodes.isSynced() && requests.isSynced() && pods.isSynced(),
-    queueDepths: () => ({ pods: podQueue.depth(), requests: requestQueue.depth() }),
     stop: () => {
       clearInterval(resync);
       requestQueue.stop();

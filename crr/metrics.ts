@@ -2,28 +2,11 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { processRegistry, programMetrics } from '../common/metrics.ts';
 
-/** Keys waiting in each of the leader's queues (nothing while a standby). */
-export interface QueueDepths {
-  pods: number;
-  requests: number;
-}
-
-export function createControllerMetrics(queueDepths: () => QueueDepths | undefined = () => undefined) {
+export function createControllerMetrics() {
   const registry = processRegistry();
   return {
     registry,
     ...programMetrics(registry, 'controller'),
-    queueDepth: new Gauge({
-      name: 'sidecar_terminator_controller_queue_depth',
-      help: 'Keys waiting to be processed, by queue (pods: Job Pods to decide on; requests: requests to admit, complete or delete). Only the leader has queues.',
-      labelNames: ['queue'] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        const depths = queueDepths();
-        if (depths) for (const [queue, depth] of Object.entries(depths)) this.set({ queue }, depth);
-      },
-    }),
     isLeader: new Gauge({ name: 'sidecar_terminator_controller_is_leader', help: '1 while this replica is the leader.', registers: [registry] }),
     requestActions: new Counter({
       name: 'sidecar_terminator_controller_request_actions_total',

@@ -26,6 +26,8 @@ const rule = parseYaml(readFileSync(new URL('../manifests/optional/prometheusrul
 const AGENT = 'job="agents", instance="10.0.0.1:9440"';
 const BUILD = 'version="0.1.0", commit="", node_version="v24.0.0"';
 const warning = (labels: Record<string, string> = {}) => ({ exp_labels: { severity: 'warning', ...labels } });
+const critical = (labels: Record<string, string> = {}) => ({ exp_labels: { severity: 'critical', ...labels } });
+const CONTROLLER = 'job="controllers", instance="10.0.1.1:9441"';
 
 interface AlertTest { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string> }[] }
 const test = (input: [string, string][], alerts: AlertTest[]) => ({
@@ -97,7 +99,7 @@ const TESTS = [
   ]),
   // No controller scraped at all, then one that leads.
   test([['sidecar_terminator_controller_is_leader{job="controllers", instance="10.0.1.1:9441"}', '_x10 0 1x30']], [
-    at('7m', 'SidecarTerminatorNoLeader', warning()),
+    at('7m', 'SidecarTerminatorNoLeader', critical()),
     at('30m', 'SidecarTerminatorNoLeader'),
   ]),
   // Two replicas, neither leading.
@@ -106,7 +108,42 @@ const TESTS = [
     ['sidecar_terminator_controller_is_leader{job="controllers", instance="10.0.1.2:9441"}', '0x30'],
   ], [
     at('4m', 'SidecarTerminatorNoLeader'),
-    at('6m', 'SidecarTerminatorNoLeader', warning()),
+    at('6m', 'SidecarTerminatorNoLeader', critical()),
+  ]),
+  // The controller: 20 requests a minute, 5 of them 429 (a quarter); the agents: 60 a minute, 1 a 429.
+  test([
+    [`sidecar_terminator_controller_api_requests_total{${CONTROLLER}, verb="create", resource="containerrecreaterequests", code="201"}`, '0+15x40'],
+    [`sidecar_terminator_controller_api_requests_total{${CONTROLLER}, verb="create", resource="containerrecreaterequests", code="429"}`, '0+5x40'],
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="patch", resource="containerrecreaterequests/status", code="200"}`, '0+59x40'],
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="patch", resource="containerrecreaterequests/status", code="429"}`, '0+1x40'],
+  ], [
+    at('8m', 'SidecarTerminatorAPIThrottled'),
+    at('25m', 'SidecarTerminatorAPIThrottled', warning({ job: 'controllers' })),
+  ]),
+  // Throttled by half, but 5 requests in 10 minutes: no trend.
+  test([
+    [`sidecar_terminator_controller_api_requests_total{${CONTROLLER}, verb="get", resource="leases", code="200"}`, '0+0.25x40'],
+    [`sidecar_terminator_controller_api_requests_total{${CONTROLLER}, verb="get", resource="leases", code="429"}`, '0+0.25x40'],
+  ], [
+    at('30m', 'SidecarTerminatorAPIThrottled'),
+  ]),
+  // The agents: 10 requests a minute, 1 of them a 503 and 1 without an answer.
+  test([
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="list", resource="pods", code="200"}`, '0+8x40'],
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="list", resource="pods", code="503"}`, '0+1x40'],
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="create", resource="events", code="error"}`, '0+1x40'],
+    [`sidecar_terminator_agent_api_requests_total{${AGENT}, verb="create", resource="events", code="409"}`, '0+0x40'],
+  ], [
+    at('8m', 'SidecarTerminatorAPIErrors'),
+    at('25m', 'SidecarTerminatorAPIErrors', warning({ job: 'agents' })),
+  ]),
+  // One runtime error a minute on one agent; another agent's single error is no trouble.
+  test([
+    [`sidecar_terminator_agent_runtime_errors_total{${AGENT}, method="StopContainer"}`, '0+1x40'],
+    ['sidecar_terminator_agent_runtime_errors_total{job="agents", instance="10.0.0.2:9440", method="ContainerStatus"}', '0 1x40'],
+  ], [
+    at('8m', 'SidecarTerminatorRuntimeErrors'),
+    at('25m', 'SidecarTerminatorRuntimeErrors', warning({ job: 'agents', instance: '10.0.0.1:9440' })),
   ]),
 ];
 
@@ -124,7 +161,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
 
   it('promtool check rules: every expression and annotation template is valid', () => {
     writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
-    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 6 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 9 rules found/);
   });
 
   it('the chart renders the same rules with its defaults, and valid rules with its thresholds set', { skip: NO_HELM }, () => {
@@ -140,7 +177,15 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
     const exprs = JSON.stringify(set);
     for (const part of ['> 0.2\\n', '[15m])) >= 50', '> 45.5\\n', '[10m])) >= 7']) assert.ok(exprs.includes(part), part);
     writeFileSync(join(dir, 'chart.yaml'), toYaml(set));
-    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 6 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 9 rules found/);
+    // One Prometheus for several clusters: every aggregation and match keeps them apart.
+    const byCluster = chart('metrics.prometheusRule.clusterLabel=cluster') as { groups: { rules: { alert: string; expr: string }[] }[] };
+    for (const r of byCluster.groups[0]!.rules) {
+      assert.doesNotMatch(r.expr, /\b(?:sum|max)\(/, `${r.alert}: an aggregation over every cluster`);
+      for (const [clause] of r.expr.matchAll(/\b(?:by|on) \([^)]*\)/g)) assert.match(clause, /\(cluster[,)]/, `${r.alert}: ${clause}`);
+    }
+    writeFileSync(join(dir, 'clusters.yaml'), toYaml(byCluster));
+    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 9 rules found/);
   });
 
   it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {

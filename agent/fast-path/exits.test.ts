@@ -64,7 +64,7 @@ function harness(o: HarnessOptions = {}) {
     },
     close: () => {},
   };
-  const metrics = createAgentMetrics(() => 0);
+  const metrics = createAgentMetrics();
   const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
   const exits = new ExitHandler({
     nodeName: NODE,

@@ -87,6 +87,7 @@ export class ExitHandler {
       workers: deps.workers,
       now: this.now,
       handler: (key) => this.handle(key),
+      observe: deps.metrics.workQueue('exits'),
       onError: (key, err, retryInMs) => deps.log.warn('could not act on a container exit, retrying', { pod: key, error: errorMessage(err), retryInMs }),
     });
   }

@@ -66,7 +66,7 @@ function harness(confined: boolean) {
       handedOver.push(handoff);
     },
     events: new EventRecorder(api, 'sidecar-terminator-agent', log, NODE),
-    metrics: createAgentMetrics(() => 0),
+    metrics: createAgentMetrics(),
     log,
     workers: 2,
     requestOptions: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600 },

@@ -2,7 +2,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_USER_AGENT, KubeAnswerTooLargeError, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
+import { DEFAULT_USER_AGENT, KubeAnswerTooLargeError, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiResource, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
 import { ServerClock } from './server-clock.ts';
 import { isValidName, podPath } from './paths.ts';
 import type { WatchEvent } from './api.ts';
@@ -271,10 +271,16 @@ describe('KubeClient', () => {
     });
   });
 
-  describe('onResponse (R51: the api_requests_total metrics)', () => {
-    it('is told of every answer by verb and status, each 429 retry too, and of requests that got none', async () => {
+  describe('onResponse (R51: the api_requests_total and api_request_duration_seconds metrics)', () => {
+    it('is told of every answer by verb, resource and status, each 429 retry too, and of requests that got none', async () => {
       const seen: string[] = [];
-      client = new KubeClient({ server }, { onResponse: (verb, code) => seen.push(`${verb} ${code}`) });
+      const seconds: number[] = [];
+      client = new KubeClient({ server }, {
+        onResponse: (a) => {
+          seen.push(`${a.verb} ${a.resource} ${a.code}`);
+          seconds.push(a.seconds);
+        },
+      });
       api.replies = [tooMany('0'), json(200, { items: [] })];
       await client.get('/api/v1/pods');
       await client.get('/api/v1/namespaces/ns/pods/p');
@@ -285,18 +291,20 @@ describe('KubeClient', () => {
       await client.delete('/api/v1/namespaces/ns/pods/p');
       api.replies = [(res) => res.end()];
       await client.watch('/api/v1/pods', {}, () => {}, new AbortController().signal);
-      assert.deepEqual(seen, ['list 429', 'list 200', 'get 200', 'create 409', 'patch 200', 'update 200', 'delete 200', 'watch 200']);
+      assert.deepEqual(seen, ['list pods 429', 'list pods 200', 'get pods 200', 'create events 409', 'patch pods/status 200', 'update leases 200',
+        'delete pods 200', 'watch pods 200']);
+      assert.ok(seconds.every((x) => x >= 0 && x < 5), `${seconds.join(', ')}: each from the request sent to its answer`);
 
       seen.length = 0;
       api.replies = [(res) => res.destroy()];
       await assert.rejects(client.get('/api/v1/pods'));
       await assert.rejects(client.get('/api/v1/namespaces/ns/pods/.'), /every path segment must be a name/); // never sent
-      assert.deepEqual(seen, ['list error']);
+      assert.deepEqual(seen, ['list pods error']);
     });
 
     it('a watch its caller stops is not an error', async () => {
       const seen: string[] = [];
-      client = new KubeClient({ server }, { onResponse: (verb, code) => seen.push(`${verb} ${code}`) });
+      client = new KubeClient({ server }, { onResponse: (a) => seen.push(`${a.verb} ${a.code}`) });
       const abort = new AbortController();
       // Stopped once the server has the request and before it answers (a timer raced a loaded machine).
       api.replies = [(res) => {
@@ -328,6 +336,59 @@ describe('KubeClient', () => {
     for (const [method, path, watch, want] of verbs) {
       it(`${method} ${path}${watch ? ' (watch)' : ''}: ${want}`, () => assert.equal(apiVerb(method, path, watch), want));
     }
+
+    it('names the resource of a path as RBAC does, never an object or a namespace (bounded series)', () => {
+      const resources: [string, string][] = [
+        ['/api/v1/pods', 'pods'],
+        ['/api/v1/namespaces/ns/pods/p', 'pods'],
+        ['/api/v1/namespaces/ns/pods/p/status', 'pods/status'],
+        ['/api/v1/namespaces', 'namespaces'],
+        ['/api/v1/namespaces/ns', 'namespaces'],
+        ['/api/v1/namespaces/ns/events', 'events'],
+        ['/api/v1/nodes/n', 'nodes'],
+        ['/apis/coordination.k8s.io/v1/namespaces/ns/leases/l', 'leases'],
+        ['/apis/sidecar-terminator.dev/v1alpha1/namespaces/ns/containerrecreaterequests/r', 'containerrecreaterequests'],
+        ['/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', 'selfsubjectaccessreviews'],
+        ['/apis/admissionregistration.k8s.io/v1', ''],
+        ['/version', ''],
+      ];
+      for (const [path, want] of resources) assert.equal(apiResource(path), want, path);
+    });
+  });
+
+  describe('rateLimit (client-go\'s --kube-api-qps and --kube-api-burst)', () => {
+    it('lets a burst leave at once, then spaces requests at the rate, 429 retries included, and says how long each waited', async () => {
+      const waits: number[] = [];
+      client = new KubeClient({ server }, { rateLimit: { qps: 5, burst: 2 }, onRateLimited: (verb, seconds) => waits.push(seconds) });
+      api.replies = [json(200, {}), tooMany('0'), json(200, {})];
+      const startedMs = Date.now();
+      await Promise.all([client.get('/api/v1/namespaces/ns/pods/a'), client.get('/api/v1/namespaces/ns/pods/b')]);
+      await client.get('/api/v1/namespaces/ns/pods/c');
+      // Four sends (b's 429 and its retry count twice): the burst's two at once, the next at 200 ms
+      // and 400 ms at the earliest, however fast the answers come.
+      assert.equal(api.seen.length, 4);
+      assert.equal(waits.length, 4);
+      assert.deepEqual(waits.slice(0, 2), [0, 0]);
+      assert.ok(waits[2]! + waits[3]! > 0.1, `the two beyond the burst waited (${waits.join(', ')} s)`);
+      const sentAfterMs = api.seen.map((x) => x.atMs - startedMs);
+      assert.ok(sentAfterMs[2]! >= 180 && sentAfterMs[3]! >= 380, `sent after ${sentAfterMs.join(', ')} ms`);
+    });
+
+    it('is off with a qps not above 0 (client-go\'s negative QPS), and a watch stopped while it waits is never sent', async () => {
+      const waits: number[] = [];
+      client = new KubeClient({ server }, { rateLimit: { qps: -1, burst: 1 }, onRateLimited: (_, s) => waits.push(s) });
+      await Promise.all([1, 2, 3].map(() => client.get('/api/v1/pods')));
+      assert.deepEqual(waits, []);
+      client.close();
+
+      client = new KubeClient({ server }, { rateLimit: { qps: 0.5, burst: 1 } });
+      await client.get('/api/v1/pods');
+      const abort = new AbortController();
+      const watch = client.watch('/api/v1/pods', {}, () => {}, abort.signal);
+      setTimeout(() => abort.abort(), 50);
+      await assert.rejects(watch, /stopped while waiting for the rate limit/);
+      assert.equal(api.seen.length, 4);
+    });
   });
 
   after(() => client?.close());

@@ -1,13 +1,15 @@
 // A small Kubernetes REST client over node:https: JSON requests and line-delimited watch streams.
 // The agent runs on every node, so it carries only what it uses: @kubernetes/client-node's runtime
 // (every API group's generated models) costs about 80 MiB of resident memory; its types remain in use.
-// Every request names its sender (User-Agent), and an API server that is shedding load (429, or 503
-// with Retry-After) is given the time it asks for before the same request is sent again.
+// Every request names its sender (User-Agent), leaves only when the client-side rate limit lets it,
+// and an API server that is shedding load (429, or 503 with Retry-After) is given the time it asks
+// for before the same request is sent again.
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
 import type { KubeConnection } from './config.ts';
 import type { ServerClock } from './server-clock.ts';
+import { type ApiRateLimit, TokenBucket } from './rate-limit.ts';
 
 const CONTENT_TYPES: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
@@ -128,10 +130,14 @@ export interface KubeClientOptions {
    */
   userAgent?: string;
   /**
-   * Told of every answer, each retry's too (so 429s show): the request's verb and the HTTP status,
-   * or 'error' when none came. For the programs' api_requests_total metrics.
+   * Told of every answer, each retry's too (so 429s show). For the programs' api_requests_total and
+   * api_request_duration_seconds metrics: the client stays free of metrics.
    */
-  onResponse?: (verb: ApiVerb, code: string) => void;
+  onResponse?: (answer: ApiAnswer) => void;
+  /** Requests sent at most, as client-go's QPS and burst; none when absent or its qps is not above 0. */
+  rateLimit?: ApiRateLimit;
+  /** Told how long each request waited for the rate limit (0 included), when there is one. */
+  onRateLimited?: (verb: ApiVerb, seconds: number) => void;
   /** The most of one answer or watch event read (default MAX_ANSWER_BYTES). */
   maxAnswerBytes?: number;
   /** Told of every answer's Date header: the API server's clock. */
@@ -139,6 +145,30 @@ export interface KubeClientOptions {
 }
 
 export type ApiVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+
+/** One answer of the API server (or its absence), as onResponse is told of it. */
+export interface ApiAnswer {
+  verb: ApiVerb;
+  /** apiResource of the path: never an object's name, so that the metrics' series stay few. */
+  resource: string;
+  /** The HTTP status, or 'error' when no answer came. */
+  code: string;
+  /** From the request sent to its answer's status line (or the failure); the rate limit's wait is apart. */
+  seconds: number;
+}
+
+/**
+ * The part of a path after `/api/v1` or `/apis/GROUP/VERSION` and a namespace's prefix: `[pods]`,
+ * `[pods, NAME]`, `[pods, NAME, status]`; undefined for a path that names no resource (`/version`,
+ * discovery).
+ */
+function resourceSegments(path: string): string[] | undefined {
+  const segments = path.split('?')[0]!.split('/').filter(Boolean);
+  const groupVersion = segments[0] === 'api' ? 2 : segments[0] === 'apis' ? 3 : undefined;
+  if (groupVersion === undefined || segments.length <= groupVersion) return undefined;
+  const resource = segments.slice(groupVersion);
+  return resource[0] === 'namespaces' && resource.length >= 3 ? resource.slice(2) : resource;
+}
 
 /**
  * The API server's verb for a request: a GET of a collection path (`/api/v1/pods`,
@@ -150,12 +180,17 @@ export function apiVerb(method: string, path: string, watch = false): ApiVerb {
   if (method === 'PATCH') return 'patch';
   if (method === 'DELETE') return 'delete';
   if (watch) return 'watch';
-  const segments = path.split('?')[0]!.split('/').filter(Boolean);
-  const groupVersion = segments[0] === 'api' ? 2 : segments[0] === 'apis' ? 3 : undefined;
-  if (groupVersion === undefined) return 'get';
-  let resource = segments.slice(groupVersion);
-  if (resource[0] === 'namespaces' && resource.length >= 3) resource = resource.slice(2);
-  return resource.length === 1 ? 'list' : 'get';
+  return resourceSegments(path)?.length === 1 ? 'list' : 'get';
+}
+
+/**
+ * The resource a path addresses, as RBAC names it: `pods`, `pods/status`, `leases`; '' for a path
+ * that names none (`/version`, discovery). Never the object's name or namespace.
+ */
+export function apiResource(path: string): string {
+  const [resource, , subresource] = resourceSegments(path) ?? [];
+  if (resource === undefined) return '';
+  return subresource === undefined ? resource : `${resource}/${subresource}`;
 }
 
 export class KubeClient implements KubeApi {
@@ -165,6 +200,8 @@ export class KubeClient implements KubeApi {
   private readonly request: (url: URL, options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest;
   private readonly userAgent: string;
   private readonly onResponse: KubeClientOptions['onResponse'];
+  private readonly onRateLimited: KubeClientOptions['onRateLimited'];
+  private readonly bucket: TokenBucket | undefined;
   private readonly maxAnswerBytes: number;
   private readonly clock: ServerClock | undefined;
 
@@ -175,6 +212,8 @@ export class KubeClient implements KubeApi {
     this.base = new URL(conn.server);
     this.userAgent = options.userAgent || DEFAULT_USER_AGENT;
     this.onResponse = options.onResponse;
+    this.onRateLimited = options.onRateLimited;
+    this.bucket = options.rateLimit && options.rateLimit.qps > 0 ? new TokenBucket(options.rateLimit) : undefined;
     // Node throws on a header with control characters only when the first request is sent: say so now.
     if (!/^[\x20-\x7e]+$/.test(this.userAgent)) throw new Error(`user agent ${JSON.stringify(this.userAgent)}: printable ASCII only`);
     if (this.base.protocol === 'https:') {
@@ -292,13 +331,17 @@ export class KubeClient implements KubeApi {
 
   /**
    * Sends the request, and sends it again while the API server answers that it should come back
-   * later (retryDelayMs), at most MAX_RETRIES times; resolves with the last answer. A watch's
-   * `signal` ends a wait early (the caller sees `signal.aborted`).
+   * later (retryDelayMs), at most MAX_RETRIES times; resolves with the last answer. Each send waits
+   * for the rate limit first. A watch's `signal` ends a wait early (the caller sees `signal.aborted`).
    */
   private async exchange(method: string, path: string, o: SendOptions): Promise<IncomingMessage> {
     const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
+    const request: SentRequest = { method, path: checkedPath(path), verb: apiVerb(method, path, o.query?.watch === true), resource: apiResource(path) };
     for (let attempt = 0; ; attempt++) {
-      const res = await this.send(method, path, o, payload);
+      await this.throttle(request.verb, o.signal);
+      // As a request sent with an aborted signal fails: the caller sees `signal.aborted`.
+      if (o.signal?.aborted) throw new Error(`${method} ${path}: stopped while waiting for the rate limit`);
+      const res = await this.send(request, o, payload);
       const delay = attempt < MAX_RETRIES ? retryDelayMs(method, res) : undefined;
       if (delay === undefined || o.signal?.aborted) return res;
       res.resume(); // the answer's body is of no use; reading it lets the connection be reused
@@ -307,8 +350,16 @@ export class KubeClient implements KubeApi {
     }
   }
 
-  private async send(method: string, path: string, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
-    const url = new URL(checkedPath(path), this.base);
+  /** Waits until the rate limit lets one more request leave (at once without a limit). */
+  private async throttle(verb: ApiVerb, signal: AbortSignal | undefined): Promise<void> {
+    if (!this.bucket) return;
+    const waitMs = this.bucket.reserve();
+    if (waitMs > 0) await sleep(waitMs, signal);
+    this.onRateLimited?.(verb, waitMs / 1000);
+  }
+
+  private async send({ method, path, verb, resource }: SentRequest, o: SendOptions, payload: string | undefined): Promise<IncomingMessage> {
+    const url = new URL(path, this.base);
     for (const [key, value] of Object.entries(o.query ?? {})) {
       if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     }
@@ -322,10 +373,10 @@ export class KubeClient implements KubeApi {
     }
     const options: RequestOptions = { method, agent: this.agent, headers, signal: o.signal, timeout: o.timeoutMs };
     // Each request sent is told to onResponse once: its status, or 'error' (not when the caller aborted it).
-    const verb = apiVerb(method, path, o.query?.watch === true);
     let told = false;
+    const sentAt = performance.now();
     const tell = (code: string) => {
-      if (!told) this.onResponse?.(verb, code);
+      if (!told) this.onResponse?.({ verb, resource, code, seconds: (performance.now() - sentAt) / 1000 });
       told = true;
     };
     const sentAtMs = Date.now();
@@ -343,6 +394,14 @@ export class KubeClient implements KubeApi {
       req.end(payload);
     });
   }
+}
+
+/** A request as exchange checked and named it, for each of its sends. */
+interface SentRequest {
+  method: string;
+  path: string;
+  verb: ApiVerb;
+  resource: string;
 }
 
 interface SendOptions {

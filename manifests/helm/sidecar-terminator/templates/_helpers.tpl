@@ -102,14 +102,15 @@ The image of both workloads: repository@digest, or repository:tag (default: the 
 
 {{/*
 Flags as args items (`- --name=value`), each only when its value differs from the program's own
-default, so that the default values render the kustomize base's args exactly. The defaults are
+default, so that the default values render the kustomize base's args exactly. A whole number read
+from YAML (a float64) is passed as one, a fraction (a rate) as it is. The defaults are
 agent/config.ts's and crr/config.ts's; test/manifests-helm.test.ts checks values.yaml against them.
 (list (list "name" value programDefault) ...)
 */}}
 {{- define "sidecar-terminator.flags" -}}
 {{- range . }}
 {{- $value := index . 1 }}
-{{- if kindIs "float64" $value }}{{ $value = int64 $value }}{{ end }}
+{{- if and (kindIs "float64" $value) (eq $value (floor $value)) }}{{ $value = int64 $value }}{{ end }}
 {{- if ne (toString $value) (toString (index . 2)) }}
 - --{{ index . 0 }}={{ $value }}
 {{- end }}
