@@ -2,7 +2,10 @@
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
-import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
+import {
+  COMMON_OPTIONS, COMMON_USAGE, FlagError, type LogFormat, type LogLevel, METRICS_PORT_RENAMED, type RenamedFlag,
+  bareBoolFlags, bindAddress, boolFlag, intInRange, logFormat, logLevel, parseFlags, positiveInt,
+} from '../common/flags.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -12,6 +15,8 @@ export interface AgentConfig {
   hostRunDir: string;
   /** A runtime socket named explicitly, instead of looking for one. */
   runtimeSocket?: string;
+  /** Where /metrics, /healthz and /readyz listen (--metrics-bind-address): every interface when undefined. */
+  metricsHost: string | undefined;
   metricsPort: number;
   workers: number;
   resyncSeconds: number;
@@ -23,13 +28,20 @@ export interface AgentConfig {
   /** Whether httpGet preStop hooks are run: they are sent from the agent's network position (the node's). */
   prestopHttpHooks: boolean;
   logLevel: LogLevel;
+  logFormat: LogFormat;
+  /** A line for each former flag name given, logged at start-up. */
+  deprecations: string[];
 }
+
+/** The agent's former flag names, taken for one release. */
+export const AGENT_RENAMED_FLAGS: readonly RenamedFlag[] = [METRICS_PORT_RENAMED];
 
 const USAGE = `usage: sidecar-terminator agent [flags]
   --node-name NAME                  node this agent serves (default: env NODE_NAME; required)
   --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
   --runtime-socket PATH             use this CRI or Docker socket instead of looking for one
-  --metrics-port N                  port of /metrics, /healthz, /readyz (default 9440)
+  --metrics-bind-address ADDR       [HOST]:PORT of /metrics, /healthz, /readyz (default :9440, every interface);
+                                    not 0: the probes ask the same port
   --workers N                       Pods processed at once, per queue, and request status writes at once (default 32)
   --resync-seconds N                re-check every active request this often (default 30)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
@@ -40,17 +52,19 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
                                     from the agent's own Pod, whose network policy is not the target Pod's;
                                     each is reported on its Pod (PreStopHookNotRun) and the stop goes on
-${COMMON_USAGE}`;
+${COMMON_USAGE}
+deprecated, taken until the next release:
+  --metrics-port N                  --metrics-bind-address=:N`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
-  const { values } = parseFlags(USAGE, {
+  const { values, deprecations } = parseFlags(USAGE, {
     args: bareBoolFlags(argv, ['prestop-http-hooks']),
     options: {
       ...COMMON_OPTIONS,
       'node-name': { type: 'string' },
       'host-run-dir': { type: 'string', default: '/var/run' },
       'runtime-socket': { type: 'string' },
-      'metrics-port': { type: 'string', default: '9440' },
+      'metrics-bind-address': { type: 'string', default: ':9440' },
       workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '30' },
       kubeconfig: { type: 'string' },
@@ -59,21 +73,26 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       'prestop-http-hooks': { type: 'string', default: 'true' },
     },
     strict: true,
-  });
+  }, AGENT_RENAMED_FLAGS);
   const nodeName = values['node-name'] ?? env.NODE_NAME;
-  if (!nodeName) throw new Error(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
+  if (!nodeName) throw new FlagError(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
+  const metrics = bindAddress('metrics-bind-address', values['metrics-bind-address']);
   return {
     nodeName,
     namespace: env.POD_NAMESPACE || 'default',
     hostRunDir: values['host-run-dir'],
-    runtimeSocket: values['runtime-socket'],
-    metricsPort: positiveInt('metrics-port', values['metrics-port']),
+    // Empty, as the chart's default: look for one.
+    runtimeSocket: values['runtime-socket'] || undefined,
+    metricsHost: metrics.host,
+    metricsPort: metrics.port,
     workers: positiveInt('workers', values.workers),
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
     prestopHttpHooks: boolFlag('prestop-http-hooks', values['prestop-http-hooks']),
-    logLevel: logLevel(values['log-level'], env),
+    logLevel: logLevel(values, env),
+    logFormat: logFormat(values['log-format']),
+    deprecations,
   };
 }
