@@ -13,7 +13,7 @@ function thrown(fn: () => unknown): unknown {
   throw new Error('nothing was thrown');
 }
 
-describe('exit codes', () => {
+describe('exit codes (R51)', () => {
   it('are distinct: 1 a failed start, 2 bad flags (as Go\'s flag package), 3 the agent\'s runtime socket gone', () => {
     assert.deepEqual([EXIT_FAILED, EXIT_BAD_FLAGS, EXIT_RUNTIME_SOCKET_GONE], [1, 2, 3]);
   });

@@ -16,7 +16,7 @@ function lines(format: LogFormat, log: (logger: winston.Logger) => void): string
 
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /;
 
-describe('--log-format', () => {
+describe('--log-format (R51)', () => {
   it('json: one object a line, with the timestamp, the component and every field', () => {
     const [line, ...rest] = lines('json', (l) => l.info('agent started', { metricsPort: 9440 }));
     assert.deepEqual(rest, []);
