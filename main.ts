@@ -5,7 +5,8 @@ import { STOP_DRAIN_MS, runAgent } from './agent/main.ts';
 import { discoverRuntimes } from './agent/runtime/discover.ts';
 import { parseControllerConfig } from './crr/config.ts';
 import { runController } from './crr/main.ts';
-import { InfoRequested, parseFlags } from './common/flags.ts';
+import { EXIT_RUNTIME_SOCKET_GONE, exitCodeFor } from './common/exit-codes.ts';
+import { FlagError, InfoRequested, parseFlags } from './common/flags.ts';
 
 /**
  * The agent finishes the container stops it began (up to STOP_DRAIN_MS), then flushes its events and
@@ -18,13 +19,9 @@ const USAGE = `usage: sidecar-terminator agent|controller [flags]
   agent        the node agent (a DaemonSet): stops the sidecars of its node's Job Pods
   controller   the cluster controller (a Deployment): requests, their lifecycle, Pod phases
   --help, -h   print this and exit (\`sidecar-terminator agent --help\`: the flags of each)
-  --version    print the version and exit`;
-
-/**
- * The agent exits with this when its runtime's socket is gone (the runtime restarted, or is down),
- * for kubelet to start it again with a fresh mount of the socket.
- */
-const EXIT_RUNTIME_SOCKET_GONE = 3;
+  --version    print the version and exit
+exit codes: 0 asked to stop (SIGTERM), or --help, --version; 1 failed to start, or stopped on a failure;
+  2 bad flags or arguments; 3 the agent's runtime socket is gone (kubelet starts it again with a fresh mount)`;
 
 async function main(argv: string[]): Promise<void> {
   const [role, ...args] = argv;
@@ -51,7 +48,7 @@ async function main(argv: string[]): Promise<void> {
   } else {
     // `sidecar-terminator --help` or `--version` (InfoRequested); anything else is not a role.
     if (role?.startsWith('-')) parseFlags(USAGE, { args: argv, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } } });
-    throw new Error(role === undefined ? USAGE : `unknown role ${JSON.stringify(role)}\n${USAGE}`);
+    throw new FlagError(role === undefined ? USAGE : `unknown role ${JSON.stringify(role)}\n${USAGE}`);
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
@@ -63,11 +60,11 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  // --help and --version: asked for, on stdout, exit 0; anything else is an error.
+  // --help and --version: asked for, on stdout, exit 0; anything else is an error (exit-codes.ts).
   if (err instanceof InfoRequested) {
     process.stdout.write(`${err.message}\n`, () => process.exit(0));
     return;
   }
   console.error(err instanceof Error ? err.message : String(err));
-  process.exit(2);
+  process.exit(exitCodeFor(err));
 });

@@ -1,21 +1,22 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { InfoRequested } from '../common/flags.ts';
+import { EXIT_BAD_FLAGS, exitCodeFor } from '../common/exit-codes.ts';
+import { FlagError, InfoRequested } from '../common/flags.ts';
 import { parseAgentConfig } from './config.ts';
 
 describe('parseAgentConfig', () => {
   it('takes the node name from NODE_NAME and defaults the rest', () => {
     assert.deepEqual(parseAgentConfig([], { NODE_NAME: 'n1' }), {
-      nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30, kubeconfig: undefined,
-      requestDeadlineSeconds: 300, requestTTLSeconds: 600, prestopHttpHooks: true, logLevel: 'info',
+      nodeName: 'n1', namespace: 'default', hostRunDir: '/var/run', runtimeSocket: undefined, metricsHost: undefined, metricsPort: 9440, workers: 32, resyncSeconds: 30,
+      kubeconfig: undefined, requestDeadlineSeconds: 300, requestTTLSeconds: 600, prestopHttpHooks: true, logLevel: 'info', logFormat: 'json', deprecations: [],
       kubeApiQps: 100, kubeApiBurst: 500,
     });
   });
   it('takes its namespace from POD_NAMESPACE', () => {
     assert.equal(parseAgentConfig([], { NODE_NAME: 'n1', POD_NAMESPACE: 'ops' }).namespace, 'ops');
   });
-  it('refuses to start without a node name', () => {
-    assert.throws(() => parseAgentConfig([], {}), /NODE_NAME/);
+  it('refuses to start without a node name, as a bad flag', () => {
+    assert.throws(() => parseAgentConfig([], {}), (err: unknown) => err instanceof FlagError && /NODE_NAME/.test(err.message));
   });
   it('rejects a bad number with the flag named', () => {
     assert.throws(() => parseAgentConfig(['--workers', 'many'], { NODE_NAME: 'n1' }), /--workers must be a positive whole number/);
@@ -66,6 +67,42 @@ describe('parseAgentConfig', () => {
     assert.equal(parseAgentConfig([], { NODE_NAME: 'n1', LOG_LEVEL: 'debug' }).logLevel, 'debug');
     assert.equal(parseAgentConfig(['--log-level=warn'], { NODE_NAME: 'n1', LOG_LEVEL: 'debug' }).logLevel, 'warn');
     assert.throws(() => parseAgentConfig(['--log-level', 'loud'], { NODE_NAME: 'n1' }), /--log-level must be one of/);
+  });
+  const metrics: [string[], { metricsHost: string | undefined; metricsPort: number; deprecations: string[] }][] = [
+    [['--metrics-bind-address=:9550'], { metricsHost: undefined, metricsPort: 9550, deprecations: [] }],
+    [['--metrics-bind-address', '127.0.0.1:9440'], { metricsHost: '127.0.0.1', metricsPort: 9440, deprecations: [] }],
+    [['--metrics-bind-address=[::1]:9440'], { metricsHost: '::1', metricsPort: 9440, deprecations: [] }],
+    [['--metrics-port', '9550'], { metricsHost: undefined, metricsPort: 9550,
+      deprecations: ['--metrics-port is deprecated and will be removed in the next release: use --metrics-bind-address=:9550'] }],
+  ];
+  for (const [argv, want] of metrics) {
+    it(`${argv.join(' ')}: metrics on ${want.metricsHost ?? 'every interface'}, port ${want.metricsPort}${want.deprecations.length ? ', with a deprecation line' : ''}`, () => {
+      const { metricsHost, metricsPort, deprecations } = parseAgentConfig(argv, { NODE_NAME: 'n1' });
+      assert.deepEqual({ metricsHost, metricsPort, deprecations }, want);
+    });
+  }
+  const badFlags: [string[], RegExp][] = [
+    [['--metrics-bind-address=0'], /--metrics-bind-address=0 is refused: \/healthz and \/readyz/],
+    [['--metrics-bind-address=9440'], /--metrics-bind-address must be \[HOST\]:PORT/],
+    [['--metrics-port=0'], /--metrics-bind-address must be \[HOST\]:PORT .*got ":0"/],
+    [['--metrics-port=9440', '--metrics-bind-address=:9440'], /--metrics-port is the former name of --metrics-bind-address/],
+    [['-v', '4', '--log-level=info'], /give --log-level or -v, not both/],
+    [['--log-format=yaml'], /--log-format must be one of json, text/],
+    [['--workers=0'], /--workers must be a positive whole number/],
+    [['--nope'], /Unknown option '--nope'/],
+  ];
+  for (const [argv, message] of badFlags) {
+    it(`${argv.join(' ')}: a bad flag, exit code ${EXIT_BAD_FLAGS}`, () => {
+      assert.throws(() => parseAgentConfig(argv, { NODE_NAME: 'n1' }), (err: unknown) => message.test((err as Error).message) && exitCodeFor(err) === EXIT_BAD_FLAGS);
+    });
+  }
+  it('takes -v N as klog does (4 and more: debug) and --log-format', () => {
+    assert.equal(parseAgentConfig(['-v', '4'], { NODE_NAME: 'n1', LOG_LEVEL: 'warn' }).logLevel, 'debug');
+    assert.equal(parseAgentConfig(['--v=2'], { NODE_NAME: 'n1' }).logLevel, 'info');
+    assert.equal(parseAgentConfig(['--log-format=text'], { NODE_NAME: 'n1' }).logFormat, 'text');
+  });
+  it('an empty --runtime-socket (the chart\'s default) looks for one', () => {
+    assert.equal(parseAgentConfig(['--runtime-socket='], { NODE_NAME: 'n1' }).runtimeSocket, undefined);
   });
   it('--help and --version are asked for, even without a node name', () => {
     assert.throws(() => parseAgentConfig(['--help'], {}), (err: unknown) => err instanceof InfoRequested && err.message.startsWith('usage: sidecar-terminator agent'));

@@ -3,7 +3,10 @@
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
 import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
-import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
+import {
+  COMMON_OPTIONS, COMMON_USAGE, FlagError, type LogFormat, type LogLevel, METRICS_PORT_RENAMED, type RenamedFlag,
+  bareBoolFlags, bindAddress, boolFlag, intInRange, logFormat, logLevel, parseFlags, positiveInt,
+} from '../common/flags.ts';
 
 export interface AgentConfig extends ApiRateConfig {
   nodeName: string;
@@ -13,6 +16,8 @@ export interface AgentConfig extends ApiRateConfig {
   hostRunDir: string;
   /** A runtime socket named explicitly, instead of looking for one. */
   runtimeSocket?: string;
+  /** Where /metrics, /healthz and /readyz listen (--metrics-bind-address): every interface when undefined. */
+  metricsHost: string | undefined;
   metricsPort: number;
   workers: number;
   resyncSeconds: number;
@@ -24,15 +29,22 @@ export interface AgentConfig extends ApiRateConfig {
   /** Whether httpGet preStop hooks are run: they are sent from the agent's network position (the node's). */
   prestopHttpHooks: boolean;
   logLevel: LogLevel;
+  logFormat: LogFormat;
+  /** A line for each former flag name given, logged at start-up. */
+  deprecations: string[];
 }
 
 const API_RATE = apiRateFlags('agent');
+
+/** The agent's former flag names, taken for one release. */
+export const AGENT_RENAMED_FLAGS: readonly RenamedFlag[] = [METRICS_PORT_RENAMED];
 
 const USAGE = `usage: sidecar-terminator agent [flags]
   --node-name NAME                  node this agent serves (default: env NODE_NAME; required)
   --host-run-dir DIR                the host's /var/run as mounted here (default /var/run)
   --runtime-socket PATH             use this CRI or Docker socket instead of looking for one
-  --metrics-port N                  port of /metrics, /healthz, /readyz (default 9440)
+  --metrics-bind-address ADDR       [HOST]:PORT of /metrics, /healthz, /readyz (default :9440, every interface);
+                                    not 0: the probes ask the same port
   --workers N                       Pods processed at once, per queue, and request status writes at once (default 32)
   --resync-seconds N                re-check every active request this often (default 30)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
@@ -44,17 +56,19 @@ const USAGE = `usage: sidecar-terminator agent [flags]
                                     from the agent's own Pod, whose network policy is not the target Pod's;
                                     each is reported on its Pod (PreStopHookNotRun) and the stop goes on
 ${API_RATE.usage}
-${COMMON_USAGE}`;
+${COMMON_USAGE}
+deprecated, taken until the next release:
+  --metrics-port N                  --metrics-bind-address=:N`;
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
-  const { values } = parseFlags(USAGE, {
+  const { values, deprecations } = parseFlags(USAGE, {
     args: bareBoolFlags(argv, ['prestop-http-hooks']),
     options: {
       ...COMMON_OPTIONS,
       'node-name': { type: 'string' },
       'host-run-dir': { type: 'string', default: '/var/run' },
       'runtime-socket': { type: 'string' },
-      'metrics-port': { type: 'string', default: '9440' },
+      'metrics-bind-address': { type: 'string', default: ':9440' },
       workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '30' },
       kubeconfig: { type: 'string' },
@@ -64,15 +78,18 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
       ...API_RATE.options,
     },
     strict: true,
-  });
+  }, AGENT_RENAMED_FLAGS);
   const nodeName = values['node-name'] ?? env.NODE_NAME;
-  if (!nodeName) throw new Error(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
+  if (!nodeName) throw new FlagError(`the node name is required: set NODE_NAME or --node-name\n${USAGE}`);
+  const metrics = bindAddress('metrics-bind-address', values['metrics-bind-address']);
   return {
     nodeName,
     namespace: env.POD_NAMESPACE || 'default',
     hostRunDir: values['host-run-dir'],
-    runtimeSocket: values['runtime-socket'],
-    metricsPort: positiveInt('metrics-port', values['metrics-port']),
+    // Empty, as the chart's default: look for one.
+    runtimeSocket: values['runtime-socket'] || undefined,
+    metricsHost: metrics.host,
+    metricsPort: metrics.port,
     workers: positiveInt('workers', values.workers),
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
@@ -80,6 +97,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
     prestopHttpHooks: boolFlag('prestop-http-hooks', values['prestop-http-hooks']),
     ...API_RATE.parse(values),
-    logLevel: logLevel(values['log-level'], env),
+    logLevel: logLevel(values, env),
+    logFormat: logFormat(values['log-format']),
+    deprecations,
   };
 }

@@ -56,7 +56,8 @@ export const STOP_DRAIN_MS = 20_000;
  * (a runtime socket gone: only a new container gets a fresh mount of it).
  */
 export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, restart: (reason: string) => void = () => {}): Promise<RunningAgent> {
-  const log = createLogger('agent', config.logLevel).child({ node: config.nodeName });
+  const log = createLogger('agent', config.logLevel, config.logFormat).child({ node: config.nodeName });
+  for (const line of config.deprecations) log.warn(line);
   const metrics = createAgentMetrics();
   // Request deadlines count from the API server's timestamps: measured on its clock.
   const apiClock = new ServerClock();
@@ -159,6 +160,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
   const resync = setInterval(resyncAll, config.resyncSeconds * 1000);
 
   const server = await startHealthServer({
+    host: config.metricsHost,
     port: config.metricsPort,
     registry: metrics.registry,
     notReadyReason: () => {

@@ -1,6 +1,6 @@
 // --kube-api-qps and --kube-api-burst, as client-go's programs take them, with each program's
 // defaults: its client-side rate limit on requests to the API server (common/kube/rate-limit.ts).
-import { positiveInt } from './flags.ts';
+import { FlagError, positiveInt } from './flags.ts';
 import type { ApiRateLimit } from './kube/rate-limit.ts';
 
 /**
@@ -48,6 +48,6 @@ export function apiRateFlags(part: 'agent' | 'controller') {
 /** A number of requests a second: 0 is refused (client-go reads it as "its default", which is no one's here). */
 function qps(value: string): number {
   const n = value.trim() === '' ? NaN : Number(value);
-  if (!Number.isFinite(n) || n === 0) throw new Error(`--kube-api-qps must be a number of requests a second (negative: no limit), got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(n) || n === 0) throw new FlagError(`--kube-api-qps must be a number of requests a second (negative: no limit), got ${JSON.stringify(value)}`);
   return n;
 }

@@ -3,6 +3,8 @@ import http from 'node:http';
 import type { Registry } from 'prom-client';
 
 export interface HealthServerOptions {
+  /** The address to listen on; undefined: every interface. */
+  host: string | undefined;
   port: number;
   registry: Registry;
   /** Why the process is not ready, or undefined when it is. */
@@ -11,7 +13,7 @@ export interface HealthServerOptions {
   notLiveReason?: () => string | undefined;
 }
 
-export function startHealthServer({ port, registry, notReadyReason, notLiveReason }: HealthServerOptions): Promise<http.Server> {
+export function startHealthServer({ host, port, registry, notReadyReason, notLiveReason }: HealthServerOptions): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
@@ -31,6 +33,6 @@ export function startHealthServer({ port, registry, notReadyReason, notLiveReaso
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve(server));
+    server.listen(port, host, () => resolve(server));
   });
 }

@@ -3,7 +3,10 @@ import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE
 import { MAX_IMAGE_REFERENCE_LENGTH } from '../rules/projection.ts';
 import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
 import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
-import { COMMON_OPTIONS, COMMON_USAGE, type LogLevel, bareBoolFlags, boolFlag, intInRange, logLevel, parseFlags, positiveInt } from '../common/flags.ts';
+import {
+  COMMON_OPTIONS, COMMON_USAGE, FlagError, type LogFormat, type LogLevel, METRICS_PORT_RENAMED, type RenamedFlag,
+  bareBoolFlags, bindAddress, boolFlag, durationSeconds, intInRange, logFormat, logLevel, parseFlags, positiveInt,
+} from '../common/flags.ts';
 
 /** The longest wait for sidecars that never started: a day (a longer one only keeps a failed Job's Pod running). */
 export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
@@ -12,14 +15,29 @@ export const MAX_SIDECAR_START_TIMEOUT_SECONDS = 86_400;
 export const MAX_AGENTLESS_AFTER_SECONDS = 3600;
 export const DEFAULT_AGENT_POD_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator,app.kubernetes.io/component=agent';
 
+/** The controller's former flag names, taken for one release. */
+export const CONTROLLER_RENAMED_FLAGS: readonly RenamedFlag[] = [
+  METRICS_PORT_RENAMED,
+  { old: 'lease-name', current: 'leader-elect-resource-name' },
+  { old: 'lease-namespace', current: 'leader-elect-resource-namespace' },
+];
+
 export interface ControllerConfig extends ApiRateConfig {
   kubeconfig?: string;
+  /** Where /metrics, /healthz and /readyz listen (--metrics-bind-address): every interface when undefined. */
+  metricsHost: string | undefined;
   metricsPort: number;
   workers: number;
   resyncSeconds: number;
   leaderElect: boolean;
   leaseNamespace: string;
   leaseName: string;
+  /** How long a standby waits, from the last renewal it saw, before taking the Lease over. */
+  leaseDurationSeconds: number;
+  /** How long the leader goes on acting after the last renewal it sent. */
+  renewDeadlineSeconds: number;
+  /** How often the leader renews the Lease, and a standby tries to take it. */
+  retryPeriodSeconds: number;
   /** activeDeadlineSeconds of the requests the sidecar terminator creates. */
   requestDeadlineSeconds: number;
   /** ttlSecondsAfterFinished of the requests the sidecar terminator creates. */
@@ -36,18 +54,29 @@ export interface ControllerConfig extends ApiRateConfig {
   agentPodSelector: string;
   agentNamespace: string;
   logLevel: LogLevel;
+  logFormat: LogFormat;
+  /** A line for each former flag name given, logged at start-up. */
+  deprecations: string[];
 }
 
 const API_RATE = apiRateFlags('controller');
 
 export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --kubeconfig PATH                 kubeconfig (default: in-cluster, or env KUBECONFIG)
-  --metrics-port N                  port of /metrics, /healthz, /readyz (default 9441)
+  --metrics-bind-address ADDR       [HOST]:PORT of /metrics, /healthz, /readyz (default :9441, every interface);
+                                    not 0: the probes ask the same port
   --workers N                       objects processed at once, per queue (default 32)
   --resync-seconds N                re-check every Pod and request this often (default 60)
   --leader-elect[=true|false]       run as one of several replicas (default true)
-  --lease-namespace NS              namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
-  --lease-name NAME                 name of the leader Lease (default sidecar-terminator-controller)
+  --leader-elect-resource-namespace NS
+                                    namespace of the leader Lease (default: env POD_NAMESPACE, else sidecar-terminator)
+  --leader-elect-resource-name NAME name of the leader Lease (default sidecar-terminator-controller)
+  --leader-elect-lease-duration D   how long a standby waits without seeing a renewal before it takes the Lease
+                                    over, whole seconds (default 15s)
+  --leader-elect-renew-deadline D   how long the leader acts without a successful renewal; shorter than the lease
+                                    duration (default 10s)
+  --leader-elect-retry-period D     how often the leader renews, and a standby tries; shorter than the renew
+                                    deadline (default 2s)
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, ${MIN_ACTIVE_DEADLINE_SECONDS} to ${MAX_ACTIVE_DEADLINE_SECONDS} (default ${DEFAULT_OPTIONS.activeDeadlineSeconds})
   --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished})
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
@@ -62,20 +91,27 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
                                     that image alone; empty: none (default ${RELEASED_QUICK_EXIT_IMAGE})
   --agent-pod-selector SEL          the labels of the agent Pods, in the controller's namespace (default ${DEFAULT_AGENT_POD_SELECTOR})
 ${API_RATE.usage}
-${COMMON_USAGE}`;
+${COMMON_USAGE}
+deprecated, taken until the next release:
+  --metrics-port N                  --metrics-bind-address=:N
+  --lease-namespace NS              --leader-elect-resource-namespace=NS
+  --lease-name NAME                 --leader-elect-resource-name=NAME`;
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
-  const { values } = parseFlags(CONTROLLER_USAGE, {
+  const { values, deprecations } = parseFlags(CONTROLLER_USAGE, {
     args: bareBoolFlags(argv, ['leader-elect']),
     options: {
       ...COMMON_OPTIONS,
       kubeconfig: { type: 'string' },
-      'metrics-port': { type: 'string', default: '9441' },
+      'metrics-bind-address': { type: 'string', default: ':9441' },
       workers: { type: 'string', default: '32' },
       'resync-seconds': { type: 'string', default: '60' },
       'leader-elect': { type: 'string', default: 'true' },
-      'lease-namespace': { type: 'string' },
-      'lease-name': { type: 'string', default: 'sidecar-terminator-controller' },
+      'leader-elect-resource-namespace': { type: 'string' },
+      'leader-elect-resource-name': { type: 'string', default: 'sidecar-terminator-controller' },
+      'leader-elect-lease-duration': { type: 'string', default: '15s' },
+      'leader-elect-renew-deadline': { type: 'string', default: '10s' },
+      'leader-elect-retry-period': { type: 'string', default: '2s' },
       'request-deadline-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.activeDeadlineSeconds) },
       'request-ttl-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.ttlSecondsAfterFinished) },
       'sidecar-start-timeout-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.sidecarStartTimeoutSeconds) },
@@ -86,18 +122,22 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       ...API_RATE.options,
     },
     strict: true,
-  });
+  }, CONTROLLER_RENAMED_FLAGS);
+  const metrics = bindAddress('metrics-bind-address', values['metrics-bind-address']);
   const deadline = intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS);
   const ttl = intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED);
   const startTimeout = intInRange('sidecar-start-timeout-seconds', values['sidecar-start-timeout-seconds'], 1, MAX_SIDECAR_START_TIMEOUT_SECONDS);
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
-    metricsPort: positiveInt('metrics-port', values['metrics-port']),
+    metricsHost: metrics.host,
+    metricsPort: metrics.port,
     workers: positiveInt('workers', values.workers),
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     leaderElect: boolFlag('leader-elect', values['leader-elect']),
-    leaseNamespace: values['lease-namespace'] ?? env.POD_NAMESPACE ?? 'sidecar-terminator',
-    leaseName: values['lease-name'],
+    // Empty, as the chart's default: the Pod's own namespace.
+    leaseNamespace: values['leader-elect-resource-namespace'] || (env.POD_NAMESPACE ?? 'sidecar-terminator'),
+    leaseName: nonEmpty('leader-elect-resource-name', values['leader-elect-resource-name']),
+    ...leaseTimings(values),
     requestDeadlineSeconds: deadline,
     requestTTLSeconds: ttl,
     sidecarStartTimeoutSeconds: startTimeout,
@@ -107,19 +147,39 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     agentPodSelector: nonEmpty('agent-pod-selector', values['agent-pod-selector']),
     agentNamespace: env.POD_NAMESPACE ?? 'sidecar-terminator',
     ...API_RATE.parse(values),
-    logLevel: logLevel(values['log-level'], env),
+    logLevel: logLevel(values, env),
+    logFormat: logFormat(values['log-format']),
+    deprecations,
   };
+}
+
+/** client-go's lease timings, checked as its leader elector checks them, so that a bad one is a bad flag. */
+function leaseTimings(values: Record<'leader-elect-lease-duration' | 'leader-elect-renew-deadline' | 'leader-elect-retry-period', string>) {
+  const leaseDurationSeconds = durationSeconds('leader-elect-lease-duration', values['leader-elect-lease-duration']);
+  const renewDeadlineSeconds = durationSeconds('leader-elect-renew-deadline', values['leader-elect-renew-deadline']);
+  const retryPeriodSeconds = durationSeconds('leader-elect-retry-period', values['leader-elect-retry-period']);
+  // The Lease holds its duration in whole seconds.
+  if (!Number.isInteger(leaseDurationSeconds)) {
+    throw new FlagError(`--leader-elect-lease-duration must be whole seconds, got ${JSON.stringify(values['leader-elect-lease-duration'])}`);
+  }
+  if (!(renewDeadlineSeconds < leaseDurationSeconds)) {
+    throw new FlagError(`--leader-elect-renew-deadline (${values['leader-elect-renew-deadline']}) must be shorter than --leader-elect-lease-duration (${values['leader-elect-lease-duration']})`);
+  }
+  if (!(retryPeriodSeconds < renewDeadlineSeconds)) {
+    throw new FlagError(`--leader-elect-retry-period (${values['leader-elect-retry-period']}) must be shorter than --leader-elect-renew-deadline (${values['leader-elect-renew-deadline']})`);
+  }
+  return { leaseDurationSeconds, renewDeadlineSeconds, retryPeriodSeconds };
 }
 
 /** Image references, comma-separated; each one word, no longer than a reference the API server keeps. */
 function imageList(flag: string, value: string): string[] {
   const images = value.split(',').map((i) => i.trim()).filter((i) => i !== '');
   const bad = images.find((i) => /\s/.test(i) || i.length > MAX_IMAGE_REFERENCE_LENGTH);
-  if (bad !== undefined) throw new Error(`--${flag}: ${JSON.stringify(bad.slice(0, 80))} is not an image reference`);
+  if (bad !== undefined) throw new FlagError(`--${flag}: ${JSON.stringify(bad.slice(0, 80))} is not an image reference`);
   return images;
 }
 
 function nonEmpty(flag: string, value: string): string {
-  if (!value.trim()) throw new Error(`--${flag} must not be empty`);
+  if (!value.trim()) throw new FlagError(`--${flag} must not be empty`);
   return value.trim();
 }

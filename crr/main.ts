@@ -4,6 +4,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
+import { EXIT_FAILED } from '../common/exit-codes.ts';
 import { startHealthServer } from '../common/http.ts';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ServerClock } from '../common/kube/server-clock.ts';
@@ -41,7 +42,8 @@ interface Loop {
 
 export async function runController(config: ControllerConfig): Promise<RunningController> {
   const identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
-  const log = createLogger('controller', config.logLevel).child({ identity });
+  const log = createLogger('controller', config.logLevel, config.logFormat).child({ identity });
+  for (const line of config.deprecations) log.warn(line);
   let loops: Loop[] = [];
   const metrics = createControllerMetrics();
   // Request deadlines count from the API server's timestamps: measured on its clock.
@@ -61,16 +63,20 @@ export async function runController(config: ControllerConfig): Promise<RunningCo
   const elector = config.leaderElect
     ? new LeaderElector({
         client, namespace: config.leaseNamespace, name: config.leaseName, identity, log,
+        leaseDurationSeconds: config.leaseDurationSeconds,
+        renewDeadlineSeconds: config.renewDeadlineSeconds,
+        retryPeriodSeconds: config.retryPeriodSeconds,
         onStartedLeading: lead,
         onStoppedLeading: () => {
           // Another replica may already act: stop at once, and let the Deployment restart us.
           for (const l of loops) l.stop();
-          process.exit(1);
+          process.exit(EXIT_FAILED);
         },
       })
     : undefined;
 
   const server = await startHealthServer({
+    host: config.metricsHost,
     port: config.metricsPort,
     registry: metrics.registry,
     notReadyReason: () => (loops.some((l) => !l.synced()) ? 'watches not synced yet' : undefined),

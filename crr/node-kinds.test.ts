@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
+import { FlagError } from '../common/flags.ts';
 import { createLogger } from '../common/log.ts';
 import type { Logger } from '../common/log.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
@@ -87,7 +88,9 @@ describe('NodeKinds: the watches behind R22', () => {
     const api = new FakeKubeApi();
     const flags = { agentlessNodeSelector: 'a=b=c', agentNamespace: NAMESPACE, agentPodSelector: 'app=agent' };
     api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 400);
-    await assert.rejects(checkSelectors(api, flags), /--agentless-node-selector "a=b=c" is not a valid label selector/);
+    // A bad flag, found by the API server: exit code 2, as for any bad flag.
+    await assert.rejects(checkSelectors(api, flags), (err: unknown) =>
+      err instanceof FlagError && /--agentless-node-selector "a=b=c" is not a valid label selector/.test(err.message));
     api.inject({ method: 'get', path: podPath(NAMESPACE) }, 400);
     await assert.rejects(checkSelectors(api, { ...flags, agentlessNodeSelector: '', agentPodSelector: 'x==' }), /--agent-pod-selector "x==" is not a valid label selector/);
     api.inject({ method: 'get', path: resourcePath('v1', 'nodes') }, 503);

@@ -2,6 +2,7 @@
 // names as agentless, and a node where no agent has run for a while, answered by the pure nodeKindOf
 // of node-kind.ts.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { FlagError } from '../common/flags.ts';
 import type { KubeApi } from '../common/kube/api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { ProjectingInformer } from '../common/informer.ts';
@@ -53,8 +54,8 @@ function agentPodView(pod: V1Pod): AgentPod | undefined {
 
 /**
  * Checks the flags' selectors with the API server, which parses them as it will for the watches: an
- * invalid one stops the controller at start-up with the API server's own message, rather than a
- * watch that fails for ever. Any other error is left to the watches' retries.
+ * invalid one stops the controller at start-up as a bad flag, with the API server's own message,
+ * rather than a watch that fails for ever. Any other error is left to the watches' retries.
  */
 export async function checkSelectors(client: Pick<KubeApi, 'get'>, o: Pick<NodeKindsOptions, 'agentlessNodeSelector' | 'agentNamespace' | 'agentPodSelector'>): Promise<void> {
   await checkSelector(client, resourcePath('v1', 'nodes'), '--agentless-node-selector', o.agentlessNodeSelector);
@@ -66,7 +67,7 @@ async function checkSelector(client: Pick<KubeApi, 'get'>, path: string, flag: s
   try {
     await client.get(path, { labelSelector: selector, limit: 1 });
   } catch (err) {
-    if (statusCode(err) === 400) throw new Error(`${flag} ${JSON.stringify(selector)} is not a valid label selector: ${(err as Error).message}`, { cause: err });
+    if (statusCode(err) === 400) throw new FlagError(`${flag} ${JSON.stringify(selector)} is not a valid label selector: ${(err as Error).message}`, { cause: err });
   }
 }
 

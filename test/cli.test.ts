@@ -1,5 +1,6 @@
 // The program as a user runs it (`node main.ts ...`): --help and --version print to stdout and exit
-// 0, for the program and each of its roles; a wrong flag is an error on stderr, exit 2.
+// 0, for the program and each of its roles; a wrong flag is an error on stderr, exit 2; a start that
+// fails, exit 1.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -35,6 +36,8 @@ describe('sidecar-terminator on the command line (R51)', () => {
   for (const [args, error] of [
     [['nodes'], /^unknown role "nodes"/],
     [['controller', '--leader-elect=maybe'], /--leader-elect must be true or false/],
+    [['controller', '--metrics-bind-address=0'], /--metrics-bind-address=0 is refused/],
+    [[], /^usage: sidecar-terminator agent\|controller/],
   ] as const) {
     it(`${args.join(' ') || 'no arguments'}: an error on stderr, exit 2`, () => {
       const result = run(...args);
@@ -43,4 +46,11 @@ describe('sidecar-terminator on the command line (R51)', () => {
       assert.equal(result.stdout, '');
     });
   }
+
+  it('a start that fails (a kubeconfig that is not there): exit 1, after the deprecation line of a former flag name, in the text format', () => {
+    const result = run('agent', '--node-name=n', '--metrics-port=9999', '--log-format=text', '--kubeconfig=/nonexistent/kubeconfig');
+    assert.equal(result.status, 1, result.stderr);
+    assert.match(result.stdout, /^\S+Z WARN {2}--metrics-port is deprecated and will be removed in the next release: use --metrics-bind-address=:9999 node=n component=agent\n$/);
+    assert.match(result.stderr, /ENOENT.*\/nonexistent\/kubeconfig/);
+  });
 });

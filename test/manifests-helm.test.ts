@@ -14,8 +14,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { loadAll, load as parseYaml } from 'js-yaml';
-import { parseAgentConfig } from '../agent/config.ts';
-import { CONTROLLER_USAGE, parseControllerConfig } from '../crr/config.ts';
+import { AGENT_RENAMED_FLAGS, parseAgentConfig } from '../agent/config.ts';
+import { CONTROLLER_RENAMED_FLAGS, CONTROLLER_USAGE, parseControllerConfig } from '../crr/config.ts';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 const CHART = 'manifests/helm/sidecar-terminator';
@@ -40,16 +40,26 @@ function agentUsage(): string {
 /** The flags a usage text names. */
 const flagsOf = (usage: string) => new Set([...usage.matchAll(/^\s+--([a-z-]+)/gm)].map((m) => m[1]!));
 
+/** A template's flag from a value: the value's key, how the value is written as the flag's, and the default the template leaves out. */
+interface ValueFlag {
+  key: string;
+  asFlag: (value: unknown) => string;
+  programDefault: string;
+}
+
 /**
- * The flags a workload template passes: `(list "name" .Values.<part>.<key> default)` items, each
- * with its value's key and the default the template leaves out, and the literal `- --name=` args.
+ * The flags a workload template passes: `(list "name" .Values.<part>.<key> default)` items, and
+ * the literal `- --name=` args.
  */
-function templateFlags(template: string): { values: Map<string, { key: string; programDefault: string }>; literal: Set<string> } {
+function templateFlags(template: string): { values: Map<string, ValueFlag>; literal: Set<string> } {
   const text = read(`${CHART}/templates/${template}`);
-  const fromValues = new Map<string, { key: string; programDefault: string }>();
-  // A list value is passed joined with commas: `(join "," .Values.part.key)`.
-  for (const m of text.matchAll(/\(list "([a-z-]+)" (?:\(join "," )?\.Values\.(?:agent|controller)\.(\w+)\)? ("[^"]*"|[^)\s]+)\)/g)) {
-    fromValues.set(m[1]!, { key: m[2]!, programDefault: m[3]!.replace(/^"|"$/g, '') });
+  const fromValues = new Map<string, ValueFlag>();
+  // A list value is passed joined with commas, `(join "," .Values.part.key)`; a port as a bind
+  // address, `(printf ":%d" (int64 .Values.part.key))`.
+  const item = /\(list "([a-z-]+)" (\(join "," |\(printf ":%d" \(int64 )?\.Values\.(?:agent|controller)\.(\w+)\)* ("[^"]*"|[^)\s]+)\)/g;
+  for (const m of text.matchAll(item)) {
+    const asFlag = m[2]?.startsWith('(printf') ? (value: unknown) => `:${String(value)}` : String;
+    fromValues.set(m[1]!, { key: m[3]!, asFlag, programDefault: m[4]!.replace(/^"|"$/g, '') });
   }
   const literal = new Set([...text.matchAll(/^\s+- --([a-z-]+)=/gm)].map((m) => m[1]!));
   return { values: fromValues, literal };
@@ -68,8 +78,6 @@ function flagBounds(part: 'agent' | 'controller', flag: string): { minimum: numb
   }
   throw new Error(`the ${part} took --${flag}=-1`);
 }
-
-const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
 describe(`the Helm chart (${CHART})`, () => {
   it("carries the kustomize manifests' CRD, alerts and dashboard byte for byte", () => {
@@ -125,19 +133,22 @@ describe(`the Helm chart (${CHART})`, () => {
       // Not values: each agent's node comes from the downward API, both run in-cluster (a
       // kubeconfig could still be passed through extraArgs), --help and --version only print, and
       // the agent Pods' labels are the chart's own (the program's default selector).
-      const notValues = new Set(['node-name', 'kubeconfig', 'help', 'version', 'agent-pod-selector']);
-      const missing = [...flagsOf(usage)].filter((f) => !fromValues.has(f) && !literal.has(f) && !notValues.has(f));
+      // -v is another spelling of --log-level (agent.logLevel, controller.logLevel).
+      const notValues = new Set(['node-name', 'kubeconfig', 'help', 'version', 'agent-pod-selector', 'v']);
+      // Former names, taken for one release: the chart passes the current ones.
+      const renamed = new Set((part === 'agent' ? AGENT_RENAMED_FLAGS : CONTROLLER_RENAMED_FLAGS).map((r) => r.old));
+      assert.ok(renamed.has('metrics-port'), `the ${part}'s former flag names`);
+      for (const old of renamed) assert.ok(!fromValues.has(old) && !literal.has(old), `the chart passes the former --${old}`);
+      const missing = [...flagsOf(usage)].filter((f) => !fromValues.has(f) && !literal.has(f) && !notValues.has(f) && !renamed.has(f));
       assert.deepEqual(missing, [], `flags of the ${part} the chart cannot set`);
-      assert.ok(fromValues.size >= 3, `the walk found the ${part}'s flags: ${[...fromValues.keys()].join(', ')}`);
+      assert.ok(fromValues.size >= 3 && fromValues.has('metrics-bind-address'), `the walk found the ${part}'s flags: ${[...fromValues.keys()].join(', ')}`);
 
-      const program = (part === 'agent' ? parseAgentConfig(['--node-name', 'n'], {}) : parseControllerConfig([], {})) as unknown as Record<string, unknown>;
+      const parse = (args: string[]) => (part === 'agent' ? parseAgentConfig(['--node-name', 'n', ...args], {}) : parseControllerConfig(args, {}));
       const chartValues = values[part];
-      for (const [flag, { key, programDefault }] of fromValues) {
-        // "" in the chart: not passed (runtime socket: look for one; lease namespace: the Pod's own).
-        const expected = flag === 'lease-namespace' ? undefined : program[camel(flag)];
-        const asChart = expected === undefined ? '' : String(expected);
-        assert.equal(programDefault, asChart, `the template leaves out --${flag}=${programDefault}, the program's default is ${asChart}`);
-        assert.equal(String(chartValues[key]), asChart, `values.yaml ${part}.${key} is not the program's default for --${flag}`);
+      for (const [flag, { key, asFlag, programDefault }] of fromValues) {
+        // The template leaves the flag out at this value: the program must run the same without it.
+        assert.deepEqual(parse([`--${flag}=${programDefault}`]), parse([]), `the template leaves out --${flag}=${programDefault}, which is not the program's default`);
+        assert.equal(asFlag(chartValues[key]), programDefault, `values.yaml ${part}.${key} is not the program's default for --${flag}`);
       }
     });
   }
