@@ -26,7 +26,7 @@ export interface AgentConfig extends ApiRateConfig {
   requestDeadlineSeconds: number;
   /** ttlSecondsAfterFinished of the requests the agent creates itself. */
   requestTTLSeconds: number;
-  /** Whether httpGet preStop hooks are run: they are sent from the agent's network position (the node's). */
+  /** Whether httpGet preStop hooks are run: they are sent from the agent's network position, its own Pod's. */
   prestopHttpHooks: boolean;
   logLevel: LogLevel;
   logFormat: LogFormat;
