@@ -30,8 +30,8 @@ const QUICK_EXIT_REPOSITORY = 'sidecar-terminator.local/quick-exit';
 const QUICK_EXIT = `${QUICK_EXIT_REPOSITORY}:1`;
 const WITH_IMAGE = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT };
 const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
-/** Long enough that the selector's Jobs finish well inside it, short for a test. */
-const AGENTLESS_AFTER_SECONDS = 90;
+/** Long enough that the selector's first Job (about 20 s after the controller starts) is swapped well inside it, short for a test. */
+const AGENTLESS_AFTER_SECONDS = 45;
 
 /** The controller's agent selector as an overlay that relabelled the agent leaves it: matching none. */
 const STALE_AGENT_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator-relabelled,app.kubernetes.io/component=agent';

@@ -82,12 +82,14 @@ describe('preStop hooks as an attack path', () => {
     const hook = firstLine(sidecar, /^hook connected$/);
     const term = firstLine(sidecar, /^got SIGTERM$/);
     assert.ok(mainDone && hook && term, `the main's end, the hook's connection and SIGTERM are all in the logs:\n${shown}`);
-    const afterMainMs = term.atMs - mainDone.atMs;
-    t.diagnostic(`main done → hook connected ${hook.atMs - mainDone.atMs} ms → SIGTERM ${afterMainMs} ms (grace ${grace} s)`);
-    // The hook is cut at the grace period from the stop's start, as kubelet cuts it; the stop starts
-    // within a second or two of the main's exit (the agent's path).
-    assert.ok(term.atMs >= hook.atMs, 'SIGTERM after the hook began');
-    assert.ok(afterMainMs <= (grace + 2) * 1000, `SIGTERM ${afterMainMs} ms after the main's exit, past the ${grace} s grace period`);
+    const hookToTermMs = term.atMs - hook.atMs;
+    t.diagnostic(`main done → hook connected ${hook.atMs - mainDone.atMs} ms → SIGTERM ${term.atMs - mainDone.atMs} ms (grace ${grace} s)`);
+    // The hook is cut at the grace period from the stop's start, as kubelet cuts it. The stop starts
+    // as the hook connects; how soon that is after the main's exit is the agent's path, measured in
+    // the benchmark. The logs' clock has whole milliseconds but the connection is logged by a shell
+    // the sidecar starts: a second of slack.
+    assert.ok(hookToTermMs >= 0, 'SIGTERM after the hook began');
+    assert.ok(hookToTermMs <= (grace + 1) * 1000, `SIGTERM ${hookToTermMs} ms after the hook began, past the ${grace} s grace period`);
     assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, 'the sidecar exited on its trap, not SIGKILL');
     assert.equal(type, 'Complete');
   });

@@ -16,7 +16,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
-import { NAMESPACE, agentPod, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, NAMESPACE, agentPod, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container, podEvents, stopOnTerm } from './support/jobs.ts';
 import { kubectl, without } from './support/kubectl.ts';
@@ -28,8 +28,6 @@ const { core, kc } = clients();
 const custom = kc.makeApiClient(k8s.CustomObjectsApi);
 const LABEL = { node: 'crr.sidecar-terminator.dev/node-name', uid: 'crr.sidecar-terminator.dev/pod-uid', active: 'crr.sidecar-terminator.dev/active' };
 const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
-const AGENT_METRICS_PORT = 9440;
-const CONTROLLER_METRICS_PORT = 9441;
 const MiB = 1024 * 1024;
 
 let ns: string;
@@ -76,11 +74,11 @@ interface Footprint { rssBytes: number; heapBytes: number }
 async function footprint(pod: () => Promise<V1Pod>, port: number): Promise<Footprint> {
   let rssBytes = Infinity;
   let heapBytes = Infinity;
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 4; i++) {
+    if (i > 0) await sleep(2_000);
     const p = await pod();
     rssBytes = Math.min(rssBytes, await podMetric(p, port, 'process_resident_memory_bytes'));
     heapBytes = Math.min(heapBytes, await podMetric(p, port, 'nodejs_heap_size_used_bytes'));
-    await sleep(5_000);
   }
   return { rssBytes, heapBytes };
 }
@@ -173,7 +171,11 @@ describe('security: hostile requests, round two (issue 24)', { timeout: 1_200_00
       return { name: metadata!.name!, restarts: (status?.containerStatuses ?? []).reduce((sum, c) => sum + c.restartCount, 0) };
     };
     const restartsBefore = [await restartsOf(agentPod), await restartsOf(controller)];
-    const start = { agent: await footprint(agentPod, AGENT_METRICS_PORT), controller: await footprint(controller, CONTROLLER_METRICS_PORT) };
+    const footprints = async () => {
+      const [agent, controllerNow] = await Promise.all([footprint(agentPod, AGENT_METRICS_PORT), footprint(controller, CONTROLLER_METRICS_PORT)]);
+      return { agent, controller: controllerNow };
+    };
+    const start = await footprints();
     // Keys as long as the API allows (a 253-character prefix, a 63-character name), 63-character values.
     const prefix = ['a', 'b', 'c'].map((c) => c.repeat(63)).join('.') + '.' + 'd'.repeat(61);
     const fat = (n: number): Record<string, string> => {
@@ -212,7 +214,7 @@ describe('security: hostile requests, round two (issue 24)', { timeout: 1_200_00
     }, { description: 'the fat requests admitted and taken up by the agent', timeoutMs: 180_000, intervalMs: 5_000 });
     console.log(`# fat requests admitted and taken up by the agent in ${Math.round((Date.now() - waitStartMs) / 1000)} s`);
     await sleep(20_000);
-    const end = { agent: await footprint(agentPod, AGENT_METRICS_PORT), controller: await footprint(controller, CONTROLLER_METRICS_PORT) };
+    const end = await footprints();
     const report = (['controller', 'agent'] as const).map((part) =>
       `${part}: heap ${mib(start[part].heapBytes)} -> ${mib(end[part].heapBytes)} (${mib(end[part].heapBytes - start[part].heapBytes)}), ` +
       `RSS ${mib(start[part].rssBytes)} -> ${mib(end[part].rssBytes)} (${mib(end[part].rssBytes - start[part].rssBytes)})`).join('; ');

@@ -15,6 +15,9 @@ export const NAMESPACE = 'sidecar-terminator';
 export const AGENT = 'sidecar-terminator-agent';
 export const CONTROLLER = 'sidecar-terminator-controller';
 export const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
+/** Where each part serves /metrics, as the manifests configure it. */
+export const AGENT_METRICS_PORT = 9440;
+export const CONTROLLER_METRICS_PORT = 9441;
 /** The controller's wait for a sidecar that never starts, shortened for tests (shipped: 120 s). */
 export const TEST_SIDECAR_START_TIMEOUT_SECONDS = 15;
 const ROOT = new URL('../..', import.meta.url).pathname;
