@@ -54,4 +54,6 @@ export const EVENT_REASONS = {
   nodeNotFound: 'SidecarNodeNotFound',
   /** The API refused a request the controller built (e.g. invalid); it is not retried in a loop. */
   requestRejected: 'SidecarTerminationRequestRejected',
+  /** A well-known sidecar nobody marked keeps the Pod running after its other containers are done. */
+  unmarkedSidecarHoldsPod: 'UnmarkedSidecarHoldingPod',
 } as const;

@@ -28,6 +28,7 @@ import type { WatchedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
+import { mayBeHeldByUnmarkedSidecar } from '../rules/unmarked-sidecars.ts';
 import { projectPod } from '../rules/projection.ts';
 import { DEFAULT_OPTIONS, keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
 
@@ -115,7 +116,8 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
     log,
   });
-  // Only Pods that may need their sidecars stopped are kept, and only as a compact projection;
+  // Only Pods that may need their sidecars stopped, or be held by a well-known sidecar nobody marked
+  // (R52), are kept, and only as a compact projection;
   // the API server already leaves out restartPolicy Always Pods (most of a cluster).
   const podSelector = 'spec.restartPolicy!=Always';
   const pods = new ProjectingInformer<V1Pod, WatchedPod>({
@@ -124,7 +126,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     fieldSelector: podSelector,
     project: (p) => {
       const pod = projectPod(p);
-      return mayNeedSidecarTermination(pod) ? { pod, receivedAtMs: Date.now() } : undefined;
+      return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: Date.now() } : undefined;
     },
     onChange: (key, cached) => {
       // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.

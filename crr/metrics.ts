@@ -20,6 +20,12 @@ export function createControllerMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    heldPods: new Gauge({
+      name: 'sidecar_terminator_controller_pods_held_by_unmarked_sidecars',
+      help: 'Pods kept running by a well-known sidecar nobody marked, after their other containers finished, by sidecar.',
+      labelNames: ['sidecar'] as const,
+      registers: [registry],
+    }),
     requestsCreated: new Counter({ name: 'sidecar_terminator_controller_requests_created_total', help: 'Requests created to stop sidecars.', registers: [registry] }),
     retries: new Counter({ name: 'sidecar_terminator_controller_retries_total', help: 'Further requests created because a sidecar was still running after the previous one.', registers: [registry] }),
     imagePatches: new Counter({ name: 'sidecar_terminator_controller_image_patches_total', help: 'Pods whose sidecar images were swapped on virtual nodes.', registers: [registry] }),

@@ -11,7 +11,7 @@ import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
-import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { NodeKind } from '../rules/classify.ts';
 import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../test/support/pods.ts';
 import { projectPod, type PodProjection } from '../rules/projection.ts';
@@ -217,5 +217,29 @@ describe('SidecarController: remembered events are bounded by the Pods (R48)', (
     assert.equal(h.controller.rememberedPods(), 0);
     await h.controller.reconcile(KEY);
     assert.equal((await h.events()).length, 2);
+  });
+});
+
+describe('SidecarController: Pods held by a well-known sidecar nobody marked (R52)', () => {
+  const held = async () => (await metrics.heldPods.get()).values.filter((v) => v.value !== 0).map((v) => `${v.labels.sidecar}=${v.value}`);
+
+  it('one Warning, no request, the Pod counted in the gauge while held; out of it once marked, or once forgotten', async () => {
+    metrics.heldPods.reset();
+    const h = harness({ pod: makePod({ containers: [main('app', exited(0)), main('istio-proxy')] }) });
+    for (let i = 0; i < 3; i++) await h.controller.reconcile(KEY);
+    assert.deepEqual(await h.reasons(), [`Warning ${EVENT_REASONS.unmarkedSidecarHoldsPod}`]);
+    assert.deepEqual(h.creates(), []);
+    assert.deepEqual(await held(), ['istio=1']);
+
+    h.api.set(POD, makePod({ containers: [main('app', exited(0)), main('istio-proxy')], annotations: { [ANNOTATION_SIDECARS]: 'istio-proxy' } }));
+    await h.controller.reconcile(KEY);
+    assert.equal(h.creates().length, 1, 'marked: a request stops it');
+    assert.deepEqual(await held(), []);
+
+    h.api.set(POD, makePod({ containers: [main('app', exited(0)), main('istio-proxy')] }));
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(await held(), ['istio=1']);
+    h.controller.forget(KEY);
+    assert.deepEqual(await held(), []);
   });
 });

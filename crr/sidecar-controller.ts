@@ -71,6 +71,8 @@ export class SidecarController {
   private readonly emitted = new EmittedEvents();
   /** By Pod key: until when the Pod's node is taken as missing (resyncs do not read it again meanwhile). */
   private readonly nodeMissingUntil = new Map<string, number>();
+  /** By Pod key: the well-known sidecars nobody marked that hold it open (R52), behind the held-Pods gauge. */
+  private readonly heldBy = new Map<string, string[]>();
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
@@ -81,6 +83,7 @@ export class SidecarController {
   forget(podKey: string): void {
     this.emitted.forget(podKey);
     this.nodeMissingUntil.delete(podKey);
+    this.setHeld(podKey, []);
   }
 
   /** How many Pods have events remembered (bounded by the cached Pods once forget is called for the rest). */
@@ -105,6 +108,7 @@ export class SidecarController {
     const requests = this.deps.requestsForPod(pod.namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
     const decision = decide(pod, node, { requests, nowMs: this.now(), options: this.deps.options });
     this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
+    this.setHeld(key, decision.kind === 'notHandled' ? (decision.holders ?? []).map((h) => h.sidecar.id) : []);
     this.deps.log.debug('decided', { pod: key, node, decision: decision.kind, message: decision.message });
 
     switch (decision.kind) {
@@ -171,6 +175,16 @@ export class SidecarController {
     const events = decision.events.filter((e) => !announced.has(e.reason));
     this.emit(key, pod, [...events, requestRejectedWarning(decision, message, REJECTED_RETRY_MS / 1000)]);
     return { requeueAfterMs: REJECTED_RETRY_MS };
+  }
+
+  /** Moves the Pod between the gauge's series: counted once per kind of sidecar holding it. */
+  private setHeld(key: string, sidecars: readonly string[]): void {
+    const now = [...new Set(sidecars)];
+    const before = this.heldBy.get(key) ?? [];
+    for (const id of before) if (!now.includes(id)) this.deps.metrics.heldPods.dec({ sidecar: id });
+    for (const id of now) if (!before.includes(id)) this.deps.metrics.heldPods.inc({ sidecar: id });
+    if (now.length > 0) this.heldBy.set(key, now);
+    else this.heldBy.delete(key);
   }
 
   private emit(key: string, pod: PodProjection, events: DecisionEvent[]): void {

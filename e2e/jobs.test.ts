@@ -4,13 +4,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, container, finishedAt, IGNORE_EXIT_MARK, podEvents, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { deployProject } from './support/deploy.ts';
+import { CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus, jobPods, toDate } from './support/workloads.ts';
@@ -230,5 +230,24 @@ describe('Job sidecar termination on the local cluster', () => {
     } finally {
       kubectl('label', 'node', node, 'type-');
     }
+  });
+
+  it('R52: an istio-proxy nobody marked holds the Pod: one Warning naming it and the gauge; the annotation added to the running Pod releases it', async () => {
+    await runJob('unmarked', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('istio-proxy', stopOnTerm(0))] });
+    const pod = await waitFor(async () => {
+      const p = await onlyPod('unmarked');
+      return (await podEvents(p)).some((e) => e.startsWith(`Warning ${EVENT_REASONS.unmarkedSidecarHoldsPod}:`)) ? p : undefined;
+    }, { description: `an ${EVENT_REASONS.unmarkedSidecarHoldsPod} Warning`, timeoutMs: 60_000 });
+    const warning = (await podEvents(pod)).find((e) => e.startsWith(`Warning ${EVENT_REASONS.unmarkedSidecarHoldsPod}:`))!;
+    assert.match(warning, /"istio-proxy" \(Istio's proxy\) still running after every other container finished/);
+    assert.ok(containerStatus(await core.readNamespacedPod({ namespace, name: pod.metadata!.name! }), 'istio-proxy')?.state?.running, 'not stopped: nothing marks it');
+    const held = `sidecar_terminator_controller_pods_held_by_unmarked_sidecars{sidecar="istio"}`;
+    assert.ok(await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, held) >= 1, `${held} counts the Pod`);
+    kubectl('-n', namespace, 'annotate', 'pod', pod.metadata!.name!, `${ANNOTATION_SIDECARS}=istio-proxy`);
+    const { job, type } = await finishedJob('unmarked');
+    timeline('unmarked istio-proxy, then annotated', job, await onlyPod('unmarked'), 'main', 'istio-proxy');
+    assert.equal(type, 'Complete');
+    await waitFor(async () => await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, held) === 0,
+      { description: `${held} back to 0`, timeoutMs: 30_000 });
   });
 });

@@ -20,6 +20,7 @@ import { mainsDone } from './main-done.ts';
 import { imageAllowed } from './image-reference.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
+import { unmarkedHolders, unmarkedHoldersWarning } from './unmarked-sidecars.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
 import {
   buildTerminationRequest,
@@ -86,6 +87,11 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   // that is merely created (it has a container ID) is about to start: wait for it as before.
   const stuckPending = statusesComplete(pod) && mainsDone(pod, classification.mains) && classification.sidecars.some((s) => notStarted(pod, s, 'real'));
   if (pod.phase === 'Pending' && !stuckPending) return notHandled('pending', 'Pod is Pending', events);
+  const holders = unmarkedHolders(pod, classification.mains);
+  if (holders.length > 0) {
+    const decision = notHandled('heldByUnmarkedSidecar', 'well-known sidecars nobody marked hold the Pod open', [...events, unmarkedHoldersWarning(holders)]);
+    return { ...decision, holders };
+  }
   if (classification.sidecars.length === 0) return notHandled('noSidecar', 'no sidecar container', events);
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {

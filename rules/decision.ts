@@ -2,6 +2,7 @@
 import { clampDelay, MAX_REQUEUE_MS } from '../common/queue.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import type { DecisionEvent } from './events.ts';
+import type { UnmarkedHolder } from './unmarked-sidecars.ts';
 
 export type TerminalPhase = 'Succeeded' | 'Failed';
 
@@ -20,7 +21,9 @@ export type NotHandledReason =
   /** The sidecars still running cannot be stopped on this kind of node (a Warning says why). */
   | 'noStoppableSidecar'
   /** MAX_REQUEST_ATTEMPTS of our own requests did not stop the sidecars (a Warning says so). */
-  | 'attemptsExhausted';
+  | 'attemptsExhausted'
+  /** Well-known sidecars nobody marked hold the Pod open after its other mains are done (a Warning says so). */
+  | 'heldByUnmarkedSidecar';
 
 /** Handled, but the next step belongs to someone else; a later Pod or request update re-triggers. */
 export type WaitReason =
@@ -49,6 +52,8 @@ interface DecisionBase {
 export interface NotHandled extends DecisionBase {
   kind: 'notHandled';
   reason: NotHandledReason;
+  /** For `heldByUnmarkedSidecar`: the containers holding the Pod. */
+  holders?: UnmarkedHolder[];
 }
 
 export interface Wait extends DecisionBase {

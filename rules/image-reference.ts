@@ -24,7 +24,7 @@ export function sameImage(a: string, b: string): boolean {
 }
 
 /** The repository of a reference in full (domain and path), without its tag or digest. */
-function repositoryOf(reference: string): string {
+export function repositoryOf(reference: string): string {
   const full = normalizedImage(reference);
   const at = full.indexOf('@');
   const named = at < 0 ? full : full.slice(0, at);

@@ -166,7 +166,7 @@ describe('manifests/optional', () => {
     const alerts = rules.map((r) => r.alert);
     assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorAgentNotConfined',
       'SidecarTerminatorRequestsFailing', 'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader', 'SidecarTerminatorAPIThrottled',
-      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors']);
+      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors', 'SidecarTerminatorPodsHeldByUnmarkedSidecars']);
     const problems: string[] = [];
     for (const r of rules) {
       const names = metricNames(r.expr);

@@ -145,6 +145,15 @@ const TESTS = [
     at('8m', 'SidecarTerminatorRuntimeErrors'),
     at('25m', 'SidecarTerminatorRuntimeErrors', warning({ job: 'agents', instance: '10.0.0.1:9440' })),
   ]),
+  // Two Pods held by an unmarked Istio proxy for 40 minutes, one by Dapr's for 10 (released): the
+  // standby replica exports no series.
+  test([
+    [`sidecar_terminator_controller_pods_held_by_unmarked_sidecars{${CONTROLLER}, sidecar="istio"}`, '2x40'],
+    [`sidecar_terminator_controller_pods_held_by_unmarked_sidecars{${CONTROLLER}, sidecar="dapr"}`, '1x10 0x30'],
+  ], [
+    at('20m', 'SidecarTerminatorPodsHeldByUnmarkedSidecars'),
+    at('35m', 'SidecarTerminatorPodsHeldByUnmarkedSidecars', warning({ sidecar: 'istio' })),
+  ]),
 ];
 
 function promtool(...args: string[]): string {
@@ -161,7 +170,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
 
   it('promtool check rules: every expression and annotation template is valid', () => {
     writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
-    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 9 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 10 rules found/);
   });
 
   it('the chart renders the same rules with its defaults, and valid rules with its thresholds set', { skip: NO_HELM }, () => {
@@ -177,7 +186,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
     const exprs = JSON.stringify(set);
     for (const part of ['> 0.2\\n', '[15m])) >= 50', '> 45.5\\n', '[10m])) >= 7']) assert.ok(exprs.includes(part), part);
     writeFileSync(join(dir, 'chart.yaml'), toYaml(set));
-    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 9 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 10 rules found/);
     // One Prometheus for several clusters: every aggregation and match keeps them apart.
     const byCluster = chart('metrics.prometheusRule.clusterLabel=cluster') as { groups: { rules: { alert: string; expr: string }[] }[] };
     for (const r of byCluster.groups[0]!.rules) {
@@ -185,7 +194,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
       for (const [clause] of r.expr.matchAll(/\b(?:by|on) \([^)]*\)/g)) assert.match(clause, /\(cluster[,)]/, `${r.alert}: ${clause}`);
     }
     writeFileSync(join(dir, 'clusters.yaml'), toYaml(byCluster));
-    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 9 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 10 rules found/);
   });
 
   it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {
