@@ -13,6 +13,8 @@ export const ENV_IGNORE_EXIT_CODE = 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE';
 export const ANNOTATION_SIDECARS = 'sidecar-terminator.dev/sidecars';
 /** Comma-separated sidecar names treated as if they had ENV_IGNORE_EXIT_CODE=true. */
 export const ANNOTATION_IGNORE_EXIT_CODE = 'sidecar-terminator.dev/ignore-exit-code';
+/** Comma-separated sidecar names stopped only once every other sidecar has exited (proxies others flush through). */
+export const ANNOTATION_STOP_LAST = 'sidecar-terminator.dev/stop-last';
 
 /** Pod condition set together with a phase patch (rules R19, R23, R24 in docs/design.md). */
 export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';

@@ -1,9 +1,11 @@
 // Stop semantics as kubelet's, on the real kubelet and runtime: a sidecar is stopped with its
 // `lifecycle.stopSignal`, and a `sleep` preStop action runs before the signal, within the grace
-// period. Each test asserts what the sidecar itself saw and when, from its own log lines as the
+// period, and a sidecar named by the stop-last annotation is stopped after the others exited. Each test
+// asserts what the sidecars themselves saw and when, from their own log lines as the
 // runtime timestamped them, not only that the Job completed.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { ANNOTATION_STOP_LAST } from '../api/names.ts';
 import { CriRuntime } from '../agent/runtime/cri.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
@@ -101,6 +103,39 @@ describe('stop semantics as kubelet\'s', () => {
     assert.ok(afterMainMs >= sleepSeconds * 1000, `SIGTERM ${afterMainMs} ms after the main's exit: before the ${sleepSeconds} s sleep ended`);
     assert.ok(afterMainMs <= grace * 1000, `SIGTERM ${afterMainMs} ms after the main's exit: past the ${grace} s grace period`);
     assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0, 'the sidecar exited on its trap, not SIGKILL');
+    assert.equal(type, 'Complete');
+  });
+
+  it('R53: a proxy named by the stop-last annotation gets SIGTERM only after the log shipper beside it flushed and exited', async (t) => {
+    const SHIPPER = [
+      `trap 'echo "got SIGTERM"; sleep 3; echo "flushed"; exit 0' TERM`,
+      'echo ready',
+      'while :; do sleep 1 & wait $!; done',
+    ].join('\n');
+    await jobs.runJob(namespace, 'tiers', {
+      restartPolicy: 'Never',
+      grace: 20,
+      annotations: { [ANNOTATION_STOP_LAST]: 'proxy' },
+      containers: [container('main', MAIN), container('logs', SHIPPER, { env: [SIDECAR_MARK] }), container('proxy', SIGNAL_LOGGER, { env: [SIDECAR_MARK] })],
+    });
+    const { type } = await jobs.finishedJob(namespace, 'tiers', 90_000);
+    const pod = await jobs.onlyPod(namespace, 'tiers');
+    const logs = timestampedLogs(namespace, pod.metadata!.name!, 'logs');
+    const proxy = timestampedLogs(namespace, pod.metadata!.name!, 'proxy');
+    const shown = `logs:\n${showLines(logs)}\nproxy:\n${showLines(proxy)}`;
+    t.diagnostic(shown);
+    const flushed = firstLine(logs, /^flushed$/);
+    const proxyTerm = firstLine(proxy, /^got SIGTERM$/);
+    assert.ok(flushed && proxyTerm, `both sidecars logged their stop:\n${shown}`);
+    // The runtime's own record of the shipper's exit, beside its last line.
+    const logsExit = containerStatus(pod, 'logs')?.state?.terminated?.finishedAt;
+    assert.ok(logsExit, 'the log shipper terminated');
+    t.diagnostic(`log shipper flushed → proxy SIGTERM: ${proxyTerm.atMs - flushed.atMs} ms`);
+    assert.ok(proxyTerm.atMs > flushed.atMs, `the proxy got SIGTERM before the log shipper flushed:\n${shown}`);
+    // finishedAt has whole seconds.
+    assert.ok(proxyTerm.atMs >= new Date(logsExit).getTime(), `the proxy got SIGTERM before the log shipper exited (${String(logsExit)})`);
+    assert.equal(containerStatus(pod, 'logs')?.state?.terminated?.exitCode, 0);
+    assert.equal(containerStatus(pod, 'proxy')?.state?.terminated?.exitCode, 0);
     assert.equal(type, 'Complete');
   });
 });

@@ -2,6 +2,7 @@
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
+  ANNOTATION_STOP_LAST,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
@@ -27,6 +28,11 @@ export interface Sidecar {
   swapImage?: string;
   /** Its exit code must not decide the Pod's phase; only ever true together with viaRequest. */
   ignoreExitCode: boolean;
+  /**
+   * Its stop tier on real nodes (R53): a sidecar is asked to stop only once every sidecar of a lower
+   * tier has exited. 1 when the stop-last annotation names it, else 0.
+   */
+  tier: number;
 }
 
 export interface Classification {
@@ -40,16 +46,18 @@ export interface Classification {
 export function classify(pod: PodProjection): Classification {
   const annotatedSidecars = new Set(pod.annotations.sidecars.containers);
   const annotatedIgnore = new Set(pod.annotations.ignoreExitCode.containers);
+  const stopLast = new Set(pod.annotations.stopLast.containers);
   const sidecars: Sidecar[] = [];
   const mains: string[] = [];
   for (const container of pod.containers) {
-    const sidecar = toSidecar(container, annotatedSidecars, annotatedIgnore);
+    const sidecar = toSidecar(container, annotatedSidecars, annotatedIgnore, stopLast);
     if (sidecar) sidecars.push(sidecar);
     else mains.push(container.name);
   }
   const warnings = [
     ...unknownNamesWarning(pod),
     ...ineffectiveIgnoreWarning(pod, sidecars, annotatedIgnore),
+    ...ineffectiveStopLastWarning(sidecars, stopLast),
   ];
   return { sidecars, mains, warnings };
 }
@@ -58,6 +66,7 @@ function toSidecar(
   container: ContainerProjection,
   annotatedSidecars: ReadonlySet<string>,
   annotatedIgnore: ReadonlySet<string>,
+  stopLast: ReadonlySet<string>,
 ): Sidecar | undefined {
   const viaRequest = container.markers.whenJobExit || annotatedSidecars.has(container.name);
   const swapImage = container.markers.withImage;
@@ -68,6 +77,7 @@ function toSidecar(
     viaRequest,
     ...(swapImage ? { swapImage } : {}),
     ignoreExitCode: viaRequest && ignoreMarked,
+    tier: viaRequest && stopLast.has(container.name) ? 1 : 0,
   };
 }
 
@@ -79,6 +89,7 @@ function unknownNamesWarning(pod: PodProjection): DecisionEvent[] {
   const parts = [
     ...describeUnknown(ANNOTATION_SIDECARS, pod.annotations.sidecars),
     ...describeUnknown(ANNOTATION_IGNORE_EXIT_CODE, pod.annotations.ignoreExitCode),
+    ...describeUnknown(ANNOTATION_STOP_LAST, pod.annotations.stopLast),
   ];
   if (parts.length === 0) return [];
   return [warning(EVENT_REASONS.unknownContainer, EVENT_REASONS.unknownContainer, `${parts.join(' ')} Those entries are ignored.`)];
@@ -128,6 +139,22 @@ function ineffectiveIgnoreWarning(
       `Container${several ? 's' : ''} ${quoteList(vain)} ${several ? 'are' : 'is'} marked ignore-exit-code (${ENV_IGNORE_EXIT_CODE} ` +
         `or annotation ${ANNOTATION_IGNORE_EXIT_CODE}), which only counts for a sidecar with ${ENV_TERMINATE_WHEN_JOB_EXIT}=true ` +
         `or listed in annotation ${ANNOTATION_SIDECARS}. The marker has no effect.`,
+    ),
+  ];
+}
+
+/** The stop-last annotation counts only for sidecars stopped through a request; one Warning names where it does not. */
+function ineffectiveStopLastWarning(sidecars: readonly Sidecar[], stopLast: ReadonlySet<string>): DecisionEvent[] {
+  const tiered = new Set(sidecars.filter((s) => s.tier > 0).map((s) => s.name));
+  const vain = [...stopLast].filter((name) => !tiered.has(name));
+  if (vain.length === 0) return [];
+  const several = vain.length > 1;
+  return [
+    warning(
+      EVENT_REASONS.markerIneffective,
+      `${EVENT_REASONS.markerIneffective}/${ANNOTATION_STOP_LAST}`,
+      `Annotation ${ANNOTATION_STOP_LAST} names ${quoteList(vain)}, which ${several ? 'are not sidecars' : 'is not a sidecar'} stopped ` +
+        `through a request (${ENV_TERMINATE_WHEN_JOB_EXIT}=true or annotation ${ANNOTATION_SIDECARS}). The entry has no effect.`,
     ),
   ];
 }

@@ -6,6 +6,7 @@ import { classify, isStoppableOn, notStoppableWarning } from './classify.ts';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
+  ANNOTATION_STOP_LAST,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
@@ -176,18 +177,24 @@ function requestStops(facts: Facts, history: History, stoppable: readonly Sideca
   if (withId.length === 0) return wait('containerIds', 'sidecars have no container ID yet', events, stoppable);
 
   const reported = exitsAwaitingReport(facts, withId, history.own);
-  const toStop = withId.filter((s) => !reported.names.has(s.name));
-  if (toStop.length === 0) {
+  const unexited = withId.filter((s) => !reported.names.has(s.name));
+  if (unexited.length === 0) {
     const names = [...reported.names];
     const message = `the agent saw ${names.join(',')} exit; waiting for kubelet to report it`;
     return { ...wait('statusReportPending', message, events, withId), requeueAfterMs: reported.waitMs };
   }
+  // Stop tiers (R53): only the lowest tier of the started sidecars not seen to exit. One that never
+  // started holds no later tier: it ran nothing that needs the later ones, and would hold them forever.
+  const tier = Math.min(...[...unexited, ...stoppable.filter((s) => !withId.includes(s))].map((s) => s.tier));
+  const toStop = unexited.filter((s) => s.tier === tier);
+  const later = unexited.filter((s) => s.tier > tier).map((s) => s.name);
+  if (toStop.length === 0) return wait('containerIds', `sidecars of stop tier ${tier} have no container ID yet`, events, stoppable);
   // Only requests of ours that exist count: a gap below our latest may be a name someone took and gave back.
   if (history.own.length >= MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
   if (history.nextAttempt > MAX_REQUEST_NAME_NUMBER) return namesTaken(facts, toStop);
   // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
   const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
-  return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length);
+  return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length, later);
 }
 
 /**
@@ -232,7 +239,7 @@ function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
   return requests.reduce<OwnRequest | undefined>((a, r) => (a && !isNewer(r, a) ? a : r), undefined);
 }
 
-function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number): CreateRequest {
+function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number, later: string[]): CreateRequest {
   const { pod, options, events } = facts;
   const attempt = history.nextAttempt;
   const request = buildTerminationRequest(pod, containers, attempt, options);
@@ -253,6 +260,7 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
     `${EVENT_REASONS.stopping}/${name}`,
     `Main containers are done; stopping sidecar${plural(containers)} ${quoteList(containers)} with ContainerRecreateRequest ${name}.` +
       (left > 0 ? ` ${left} more follow in the next request once this one is done (a request holds at most ${MAX_REQUEST_CONTAINERS}).` : '') +
+      (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (${ANNOTATION_STOP_LAST}).` : '') +
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
         : ''),

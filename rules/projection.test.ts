@@ -4,6 +4,7 @@ import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
+  ANNOTATION_STOP_LAST,
   CONDITION_SIDECAR_TERMINATED,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
@@ -76,7 +77,7 @@ describe('projectPod', () => {
   it('keeps identity, node, phase, policy, version and our annotations only', () => {
     const pod = makePod({
       containers: [main('app'), sidecar('proxy')],
-      annotations: { [ANNOTATION_SIDECARS]: 'proxy', [ANNOTATION_IGNORE_EXIT_CODE]: 'x', 'other/annotation': 'big' },
+      annotations: { [ANNOTATION_SIDECARS]: 'proxy', [ANNOTATION_IGNORE_EXIT_CODE]: 'x', [ANNOTATION_STOP_LAST]: 'proxy', 'other/annotation': 'big' },
       terminationGracePeriodSeconds: 45,
     });
     const p = projectPod(pod);
@@ -92,6 +93,7 @@ describe('projectPod', () => {
     assert.deepEqual(p.annotations, {
       sidecars: { containers: ['proxy'], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
       ignoreExitCode: { containers: [], initContainers: [], unknownSample: ['x'], unknownCount: 1, truncated: false },
+      stopLast: { containers: ['proxy'], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
     });
     assert.equal(p.startTimeMs, POD_START);
     assert.deepEqual(p.containers.map((c) => c.name), ['app', 'proxy']);

@@ -3,6 +3,7 @@ import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernete
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
+  ANNOTATION_STOP_LAST,
   CONDITION_ALL_CONTAINERS_RESTARTING,
   CONDITION_SIDECAR_TERMINATED,
   ENV_IGNORE_EXIT_CODE,
@@ -81,8 +82,8 @@ export interface PodProjection {
   terminationGracePeriodSeconds?: number;
   /** status.startTime, else the creation time: where a wait starts when a main's finish time is unknown. */
   startTimeMs?: number;
-  /** Our two annotations, parsed here once and bounded whatever their size (never the raw strings). */
-  annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation };
+  /** Our annotations, parsed here once and bounded whatever their size (never the raw strings). */
+  annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation; stopLast: NameListAnnotation };
   containers: ContainerProjection[];
   statuses: ContainerStatusProjection[];
   /** Kubelet's AllContainersRestarting condition is True: the whole Pod is starting over in place. */
@@ -140,7 +141,11 @@ export function projectPod(pod: V1Pod): PodProjection {
     deleting: meta.deletionTimestamp != null,
     terminationGracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? undefined,
     ...(startTimeMs !== undefined ? { startTimeMs } : {}),
-    annotations: { sidecars: annotation(ANNOTATION_SIDECARS), ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE) },
+    annotations: {
+      sidecars: annotation(ANNOTATION_SIDECARS),
+      ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE),
+      stopLast: annotation(ANNOTATION_STOP_LAST),
+    },
     containers: (spec?.containers ?? []).map(projectContainer),
     statuses: (status?.containerStatuses ?? []).map(projectStatus),
     allContainersRestarting: status?.conditions?.some((c) => c.type === CONDITION_ALL_CONTAINERS_RESTARTING && c.status === 'True') ?? false,
