@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolvePort, runPreStop } from './prestop.ts';
+import { runtimeContainerID } from '../api/container-id.ts';
 import type { HookTarget } from './prestop.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
 const noRuntime = {} as ContainerRuntime;
-const target = (over: Partial<HookTarget> = {}): HookTarget => ({ runtime: noRuntime, containerID: 'c', podIP: '127.0.0.1', ...over });
+const target = (over: Partial<HookTarget> = {}): HookTarget => ({ runtime: noRuntime, containerID: runtimeContainerID('c'), podIP: '127.0.0.1', ...over });
 
 describe('runPreStop (R38)', () => {
   let server: http.Server;

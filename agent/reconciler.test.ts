@@ -22,7 +22,8 @@ import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
 import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
-import type { ContainerID } from './runtime/container-id.ts';
+import type { ContainerID, RuntimeContainerID } from '../api/container-id.ts';
+import { runtimeContainerID } from '../api/container-id.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
 import type { RuntimeAnswer } from './fast-path/handoff.ts';
 import type { CreatedOnExit } from './timeline.ts';
@@ -81,7 +82,7 @@ interface HarnessOptions {
   pod?: AgentPod | null;
   crr?: ContainerRecreateRequest;
   /** What the runtime answers for status(id), by call number (0-based). */
-  status?: (id: string, call: number) => RuntimeContainer | undefined | Promise<RuntimeContainer | undefined>;
+  status?: (id: RuntimeContainerID, call: number) => RuntimeContainer | undefined | Promise<RuntimeContainer | undefined>;
   /** What the runtime's stop does (default: stops). */
   stop?: () => Promise<void>;
   holdStops?: boolean;
@@ -93,7 +94,7 @@ const REQUEST = requestPath('ns', 'r1');
 
 /** `owner` null: a container without kubelet's labels. */
 function running(id: string, owner: ContainerOwner | null = OWN): RuntimeContainer {
-  return { id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, ...(owner ? { owner } : {}) };
+  return { id: runtimeContainerID(id), state: 'running', startedAtNs: 1n, finishedAtNs: 0n, ...(owner ? { owner } : {}) };
 }
 
 function harness(options: HarnessOptions = {}): Harness {

@@ -9,14 +9,15 @@
 // kubelet starts it again with a fresh mount as soon as the runtime serves (it cannot start one
 // before), and the requests created meanwhile are carried out then. containerd's exit stream
 // breaks the moment containerd goes, which has the runtime checked at once.
+import type { RuntimeContainerID } from '../api/container-id.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { ContainerRuntimeOf, DiscoveredRuntimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
 export type RuntimeDiscovery = () => Promise<DiscoveredRuntimes>;
-/** A container exited in a runtime; its ID without the prefix. */
-export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
+/** A container exited in a runtime. */
+export type ExitListener = (runtime: ContainerRuntime, containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
 const CHECK_EVERY_MS = 10_000;

@@ -15,6 +15,7 @@ import { FakeKubeApi } from '../../test/support/fake-api.ts';
 import { main, makePod, NODE, sidecar, UID } from '../../test/support/pods.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import type { ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
 import { AGENT_POLICY } from './confinement.ts';
 import { FastPath } from './fast-path.ts';
@@ -23,7 +24,7 @@ import type { Handoff } from './handoff.ts';
 const log = createLogger('test', 'error');
 const POD = projectPod(makePod({ containers: [main('main'), sidecar('proxy')] }));
 const PROXY: RuntimeContainer = {
-  id: 'proxy-id', state: 'running', startedAtNs: 1n, finishedAtNs: 0n,
+  id: runtimeContainerID('proxy-id'), state: 'running', startedAtNs: 1n, finishedAtNs: 0n,
   owner: { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: 'proxy' },
 };
 const denied = new KubeApiError(422, 'POST', '/x', JSON.stringify({ kind: 'Status', code: 422, message: `ValidatingAdmissionPolicy '${AGENT_POLICY}' denied request` }));
@@ -78,11 +79,11 @@ function harness(confined: boolean) {
 describe('FastPath (R43, R50)', () => {
   it('not yet known to be confined: an exit is left to the controller; once confined, it creates the request and hands it over once', async () => {
     const h = harness(true);
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     assert.deepEqual(h.creates(), []);
     assert.equal(await h.fastPath.start(), 'enabled');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.equal(h.creates().length, 1);
@@ -93,7 +94,7 @@ describe('FastPath (R43, R50)', () => {
   it('not confined (both dry runs admitted): exits are never acted on, and the agent is not ready', async () => {
     const h = harness(false);
     assert.equal(await h.fastPath.start(), 'not-confined');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.deepEqual(h.creates(), []);
@@ -107,7 +108,7 @@ describe('FastPath (R43, R50)', () => {
     // The read is in the background: its answer is in once the runtime's promise has settled.
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(h.runtimeCalls, ['status proxy-id'], 'read once, on the update');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.deepEqual(h.runtimeCalls, ['status proxy-id'], 'not asked again at the exit');

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { parseContainerID } from './container-id.ts';
+import { parseContainerID } from '../../api/container-id.ts';
 import { CRI_SOCKETS, DiscoveredRuntimes, discoverRuntimes } from './discover.ts';
 import type { ContainerRuntime } from './types.ts';
 

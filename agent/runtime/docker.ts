@@ -2,6 +2,7 @@
 // without a CRI socket.
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import { assertContainerId, assertSignalName, assertTimeout, RuntimeCallError } from './errors.ts';
 import { ownerFromLabels } from './owner.ts';
 import { EXEC_OUTPUT_BYTES, type ContainerRuntime, type RuntimeContainerState, type ExecResult, type RuntimeContainer, type RuntimeVersion } from './types.ts';
@@ -61,7 +62,7 @@ function dockerReason(state: Docker.ContainerInspectInfo['State'], kind: Runtime
 export function fromDockerInspect(info: Docker.ContainerInspectInfo): RuntimeContainer {
   const state = dockerState(info.State?.Status);
   const container: RuntimeContainer = {
-    id: info.Id,
+    id: runtimeContainerID(info.Id),
     state,
     startedAtNs: parseRfc3339Nano(info.State?.StartedAt),
     finishedAtNs: state === 'exited' ? parseRfc3339Nano(info.State?.FinishedAt) : 0n,
