@@ -21,7 +21,8 @@ import type { ReconcilerDeps } from './reconciler.ts';
 import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
+import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
+import { fakeRuntime } from '../test/support/fake-runtime.ts';
 import type { ContainerID, RuntimeContainerID } from '../api/container-id.ts';
 import { runtimeContainerID } from '../api/container-id.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
@@ -106,31 +107,20 @@ function harness(options: HarnessOptions = {}): Harness {
   const held = new Promise<void>((resolve) => {
     release = resolve;
   });
-  let statusCalls = 0;
   const api = new FakeKubeApi();
   api.set(REQUEST, options.crr ?? request());
   const cache: Harness['cache'] = {};
 
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      calls.push(`status ${id}`);
-      return options.status ? options.status(id, statusCalls++) : running(id);
-    },
-    stop: async (id, timeoutSeconds, signal) => {
-      calls.push(`stop ${id}`);
+  const runtime = fakeRuntime({
+    calls,
+    status: options.status ?? ((id) => running(id)),
+    stop: async (_id, timeoutSeconds, signal) => {
       stopTimeouts.push(timeoutSeconds);
       stopSignals.push(signal);
       if (options.holdStops) await held;
       await options.stop?.();
     },
-    exec: async (id, command) => {
-      calls.push(`exec ${id} ${command.join(' ')}`);
-      return { exitCode: 0, stdout: '', stderr: '' };
-    },
-    close: () => {},
-  };
+  });
   // The status writes are logged beside the runtime calls, to check their order.
   const client: Pick<KubeApi, 'get' | 'patch'> = {
     get: <T>(path: string, query?: Query) => api.get<T>(path, query).then((answer) => asServed(path, answer)),

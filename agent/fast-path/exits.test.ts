@@ -18,7 +18,8 @@ import type { PodProjection } from '../../rules/projection.ts';
 import { requestName } from '../../rules/requests.ts';
 import { ExitHandler } from './exits.ts';
 import { createAgentMetrics } from '../metrics.ts';
-import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from '../runtime/types.ts';
+import type { ContainerOwner, PodContainer, RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import type { RuntimeContainerID } from '../../api/container-id.ts';
 import { runtimeContainerID } from '../../api/container-id.ts';
@@ -53,21 +54,13 @@ function harness(o: HarnessOptions = {}) {
   const handedOver: Handoff[] = [];
   /** The agent's clock: moves only when a test moves it. */
   const clock = { nowMs: 1_000_000 };
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      runtimeCalls.push(`status ${id}`);
-      return o.status?.(id);
-    },
+  const runtime = fakeRuntime({
+    calls: runtimeCalls,
+    status: (id) => o.status?.(id),
     stop: async () => assert.fail('the fast path stops nothing'),
     exec: async () => assert.fail('the fast path runs nothing'),
-    podContainers: async (uid) => {
-      runtimeCalls.push(`podContainers ${uid}`);
-      return o.podContainers ?? [];
-    },
-    close: () => {},
-  };
+    podContainers: () => o.podContainers ?? [],
+  });
   const metrics = createAgentMetrics();
   const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
   const exits = new ExitHandler({

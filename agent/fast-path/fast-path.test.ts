@@ -16,7 +16,8 @@ import { main, makePod, NODE, sidecar, UID } from '../../test/support/pods.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import { runtimeContainerID } from '../../api/container-id.ts';
-import type { ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import type { RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { AGENT_POLICY } from './confinement.ts';
 import { FastPath } from './fast-path.ts';
 import type { Handoff } from './handoff.ts';
@@ -39,18 +40,12 @@ function harness(confined: boolean) {
     return create(path, body as never, query as never);
   }) as typeof api.create;
   const runtimeCalls: string[] = [];
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      runtimeCalls.push(`status ${id}`);
-      return id === PROXY.id ? PROXY : undefined;
-    },
+  const runtime = fakeRuntime({
+    calls: runtimeCalls,
+    status: (id) => (id === PROXY.id ? PROXY : undefined),
     stop: async () => assert.fail('the fast path stops nothing'),
     exec: async () => assert.fail('the fast path runs nothing'),
-    podContainers: async () => [],
-    close: () => {},
-  };
+  });
   const handedOver: Handoff[] = [];
   const fastPath = new FastPath({
     client: api,

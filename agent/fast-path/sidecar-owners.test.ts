@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../../common/log.ts';
 import { main, makePod, sidecar, UID } from '../../test/support/pods.ts';
 import { projectPod } from '../../rules/projection.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import type { ContainerOwner, RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import type { RuntimeContainerID } from '../../api/container-id.ts';
 import { containerIDOf, runtimeContainerID } from '../../api/container-id.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
@@ -18,14 +19,13 @@ function harness(answer: (id: RuntimeContainerID) => RuntimeContainer | undefine
   const asked: string[] = [];
   let release = () => {};
   let held: Promise<void> = Promise.resolve();
-  const runtime = {
-    idPrefix: 'containerd',
-    status: async (id: RuntimeContainerID) => {
+  const runtime = fakeRuntime({
+    status: async (id) => {
       asked.push(id);
       await held;
       return answer(id);
     },
-  } as unknown as ContainerRuntime;
+  });
   const owners = new SidecarOwners(new DiscoveredRuntimes([runtime]), createLogger('test', 'error'));
   const hold = () => {
     held = new Promise((resolve) => {
