@@ -1,6 +1,8 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
 // sidecars, created by the agent itself.
+import type { Clock } from '../../common/clock.ts';
+import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
 import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
@@ -53,7 +55,7 @@ export interface ExitHandlerDeps {
   workers: number;
   /** The request's deadline and TTL, as the controller's flags set them for the requests it creates. */
   requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
-  now?: () => number;
+  now?: Clock;
 }
 
 /** Names found held by requests not ours, at most, before the first request is left to the controller. */
@@ -78,7 +80,7 @@ export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
   private readonly queue: WorkQueue;
   private readonly options: SidecarTerminatorOptions;
-  private readonly now: () => number;
+  private readonly now: Clock;
   /** Runtime lookups of exited containers kubelet has not reported yet, under way. */
   private readonly lookups = new Set<Promise<void>>();
   private stopped = false;
@@ -97,7 +99,7 @@ export class ExitHandler {
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
     this.options = { ...DEFAULT_OPTIONS, ...deps.requestOptions };
-    this.now = deps.now ?? (() => Date.now());
+    this.now = deps.now ?? now;
     this.queue = new WorkQueue({
       workers: deps.workers,
       now: this.now,

@@ -1,5 +1,6 @@
 // ContainerRuntime over the Docker Engine API (dockerode), for docker:// containers on nodes
 // without a CRI socket.
+import { now } from '../../common/clock.ts';
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { runtimeContainerID } from '../../api/container-id.ts';
@@ -231,7 +232,7 @@ export class DockerRuntime implements ContainerRuntime {
     assertContainerId(id);
     assertTimeout(`Docker exec for container ${id} on ${this.socket}`, timeoutSeconds, 1);
     if (command.length === 0) throw new TypeError(`Docker exec for container ${id}: empty command`);
-    const deadline = Date.now() + timeoutSeconds * 1000;
+    const deadline = now() + timeoutSeconds * 1000;
     const container = this.#docker.getContainer(id);
     const exec = await this.#call('POST /containers/{id}/exec', this.#callTimeoutMs, id, (abortSignal) =>
       container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false, abortSignal }),
@@ -248,7 +249,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
         return { exitCode: info.ExitCode, ...output };
       }
-      if (Date.now() > deadline) {
+      if (now() > deadline) {
         throw new RuntimeCallError({
           protocol: 'Docker',
           socket: this.socket,
@@ -298,7 +299,7 @@ export class DockerRuntime implements ContainerRuntime {
           // The Engine API cannot kill an exec'd process: it may keep running in the container.
           finish(new ExecTimeoutError(`timed out after ${timeoutSeconds} s (the process may still run in the container)`));
         },
-        Math.max(0, deadline - Date.now()),
+        Math.max(0, deadline - now()),
       );
       this.#docker.modem.demuxStream(stream, sink(out), sink(err));
       stream.on('end', () => finish());
