@@ -31,9 +31,9 @@ describe('parseAgentConfig', () => {
     assert.equal(c.kubeconfig, '/k');
   });
   it('takes the deadline and TTL of the requests it creates, within the CRD\'s bounds', () => {
-    const c = parseAgentConfig(['--request-deadline-seconds', '3', '--request-ttl-seconds', '1'], { NODE_NAME: 'n1' });
+    const c = parseAgentConfig(['--request-deadline-seconds', '3', '--request-ttl-seconds', '301'], { NODE_NAME: 'n1' });
     assert.equal(c.requestDeadlineSeconds, 3);
-    assert.equal(c.requestTTLSeconds, 1);
+    assert.equal(c.requestTTLSeconds, 301);
     const max = parseAgentConfig(['--request-deadline-seconds', '86400', '--request-ttl-seconds', '604800'], { NODE_NAME: 'n1' });
     assert.equal(max.requestDeadlineSeconds, 86400);
     assert.equal(max.requestTTLSeconds, 604800);
@@ -43,9 +43,9 @@ describe('parseAgentConfig', () => {
     ['--request-deadline-seconds', '86401', /from 3 to 86400, got "86401"/],
     ['--request-deadline-seconds', '1.5', /from 3 to 86400, got "1.5"/],
     ['--request-deadline-seconds', '', /from 3 to 86400, got ""/],
-    ['--request-ttl-seconds', '0', /--request-ttl-seconds must be a whole number from 1 to 604800, got "0"/],
-    ['--request-ttl-seconds', '604801', /from 1 to 604800/],
-    ['--request-ttl-seconds', 'soon', /from 1 to 604800, got "soon"/],
+    ['--request-ttl-seconds', '0', /--request-ttl-seconds must be a whole number from 301 to 604800, got "0"/],
+    ['--request-ttl-seconds', '604801', /from 301 to 604800/],
+    ['--request-ttl-seconds', 'soon', /from 301 to 604800, got "soon"/],
   ];
   for (const [flag, value, message] of bad) {
     it(`rejects ${flag} ${JSON.stringify(value)}`, () => {

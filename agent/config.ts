@@ -1,7 +1,7 @@
 // The agent's configuration: flags, with NODE_NAME and POD_NAMESPACE from the environment (the
 // downward API).
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
-import { DEFAULT_OPTIONS } from '../rules/requests.ts';
+import { DEFAULT_OPTIONS, MIN_REQUEST_TTL_SECONDS, REQUEST_TTL_FLOOR } from '../rules/requests.ts';
 import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
 import {
   COMMON_OPTIONS, COMMON_USAGE, FlagError, type LogFormat, type LogLevel, METRICS_PORT_RENAMED, type RenamedFlag,
@@ -51,7 +51,7 @@ const USAGE = `usage: sidecar-terminator agent [flags]
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates when a Pod's main
                                     containers exit (default ${DEFAULT_OPTIONS.activeDeadlineSeconds}, ${MIN_ACTIVE_DEADLINE_SECONDS}..${MAX_ACTIVE_DEADLINE_SECONDS}; as the controller's)
   --request-ttl-seconds N           ttlSecondsAfterFinished of those requests (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished},
-                                    1..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's)
+                                    ${MIN_REQUEST_TTL_SECONDS}..${MAX_TTL_SECONDS_AFTER_FINISHED}; as the controller's): ${REQUEST_TTL_FLOOR}
   --prestop-http-hooks=false        do not run httpGet preStop hooks (default true): the agent sends them
                                     from the agent's own Pod, whose network policy is not the target Pod's;
                                     each is reported on its Pod (PreStopHookNotRun) and the stop goes on
@@ -94,7 +94,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv): AgentC
     resyncSeconds: positiveInt('resync-seconds', values['resync-seconds']),
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     requestDeadlineSeconds: intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS),
-    requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED),
+    requestTTLSeconds: intInRange('request-ttl-seconds', values['request-ttl-seconds'], MIN_REQUEST_TTL_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, REQUEST_TTL_FLOOR),
     prestopHttpHooks: boolFlag('prestop-http-hooks', values['prestop-http-hooks']),
     ...API_RATE.parse(values),
     logLevel: logLevel(values, env),

@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolvePort, runPreStop } from './prestop.ts';
+import { runtimeContainerID } from '../api/container-id.ts';
 import type { HookTarget } from './prestop.ts';
-import type { ContainerRuntime } from './runtime/types.ts';
+import { fakeRuntime } from '../test/support/fake-runtime.ts';
 
-const noRuntime = {} as ContainerRuntime;
-const target = (over: Partial<HookTarget> = {}): HookTarget => ({ runtime: noRuntime, containerID: 'c', podIP: '127.0.0.1', ...over });
+const noRuntime = fakeRuntime({ exec: async () => assert.fail('no exec hook here') });
+const target = (over: Partial<HookTarget> = {}): HookTarget => ({ runtime: noRuntime, containerID: runtimeContainerID('c'), podIP: '127.0.0.1', ...over });
 
 describe('runPreStop (R38)', () => {
   let server: http.Server;
@@ -92,19 +93,19 @@ describe('runPreStop (R38)', () => {
     assert.ok(Date.now() - started < 1_000);
   });
   it('an exec the runtime never answers is cut off at the deadline', async () => {
-    const runtime = { exec: () => new Promise(() => {}) } as unknown as ContainerRuntime;
+    const runtime = fakeRuntime({ exec: () => new Promise(() => {}) });
     const started = Date.now();
     assert.match((await runPreStop({ exec: { command: ['/hang'] } }, target({ runtime }), 300))!, /exec \["\/hang"\] did not finish within 300ms/);
     assert.ok(Date.now() - started < 1_000);
   });
   it('exec whose output was too long to read: reported as ran to its end, exit code unknown', async () => {
-    const runtime = { exec: async () => ({ exitCode: undefined, stdout: '', stderr: '' }) } as unknown as ContainerRuntime;
+    const runtime = fakeRuntime({ exec: async () => ({ exitCode: undefined, stdout: '', stderr: '' }) });
     assert.equal(await runPreStop({ exec: { command: ['/flood'] } }, target({ runtime }), 1_000),
       'exec ["/flood"] ran to its end, but wrote more than 65536 bytes of output, which the agent does not read: its exit code is unknown');
   });
 
   it('exec reports a non-zero exit with its output', async () => {
-    const runtime = { exec: async () => ({ exitCode: 3, stdout: '', stderr: 'drain refused\n' }) } as unknown as ContainerRuntime;
+    const runtime = fakeRuntime({ exec: async () => ({ exitCode: 3, stdout: '', stderr: 'drain refused\n' }) });
     assert.equal(await runPreStop({ exec: { command: ['/drain'] } }, target({ runtime }), 1_000), 'exec ["/drain"] exited with code 3: drain refused');
   });
   it('an unknown named port is a clear failure', async () => {

@@ -4,13 +4,13 @@
 // decided before (agent/request-plan.ts `hookRefusal`). A failing hook is reported, and the stop goes on.
 import http from 'node:http';
 import https from 'node:https';
+import type { RuntimeContainerID } from '../api/container-id.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import { EXEC_OUTPUT_BYTES, type ContainerRuntime } from './runtime/types.ts';
 
 export interface HookTarget {
   runtime: ContainerRuntime;
-  /** Bare container ID. */
-  containerID: string;
+  containerID: RuntimeContainerID;
   podIP?: string;
   ports?: ContainerPort[];
 }

@@ -21,8 +21,10 @@ import type { ReconcilerDeps } from './reconciler.ts';
 import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from './runtime/types.ts';
-import type { ContainerID } from './runtime/container-id.ts';
+import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
+import { fakeRuntime } from '../test/support/fake-runtime.ts';
+import type { ContainerID, RuntimeContainerID } from '../api/container-id.ts';
+import { runtimeContainerID } from '../api/container-id.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
 import type { RuntimeAnswer } from './fast-path/handoff.ts';
 import type { CreatedOnExit } from './timeline.ts';
@@ -81,7 +83,7 @@ interface HarnessOptions {
   pod?: AgentPod | null;
   crr?: ContainerRecreateRequest;
   /** What the runtime answers for status(id), by call number (0-based). */
-  status?: (id: string, call: number) => RuntimeContainer | undefined | Promise<RuntimeContainer | undefined>;
+  status?: (id: RuntimeContainerID, call: number) => RuntimeContainer | undefined | Promise<RuntimeContainer | undefined>;
   /** What the runtime's stop does (default: stops). */
   stop?: () => Promise<void>;
   holdStops?: boolean;
@@ -93,7 +95,7 @@ const REQUEST = requestPath('ns', 'r1');
 
 /** `owner` null: a container without kubelet's labels. */
 function running(id: string, owner: ContainerOwner | null = OWN): RuntimeContainer {
-  return { id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, ...(owner ? { owner } : {}) };
+  return { id: runtimeContainerID(id), state: 'running', startedAtNs: 1n, finishedAtNs: 0n, ...(owner ? { owner } : {}) };
 }
 
 function harness(options: HarnessOptions = {}): Harness {
@@ -105,31 +107,20 @@ function harness(options: HarnessOptions = {}): Harness {
   const held = new Promise<void>((resolve) => {
     release = resolve;
   });
-  let statusCalls = 0;
   const api = new FakeKubeApi();
   api.set(REQUEST, options.crr ?? request());
   const cache: Harness['cache'] = {};
 
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      calls.push(`status ${id}`);
-      return options.status ? options.status(id, statusCalls++) : running(id);
-    },
-    stop: async (id, timeoutSeconds, signal) => {
-      calls.push(`stop ${id}`);
+  const runtime = fakeRuntime({
+    calls,
+    status: options.status ?? ((id) => running(id)),
+    stop: async (_id, timeoutSeconds, signal) => {
       stopTimeouts.push(timeoutSeconds);
       stopSignals.push(signal);
       if (options.holdStops) await held;
       await options.stop?.();
     },
-    exec: async (id, command) => {
-      calls.push(`exec ${id} ${command.join(' ')}`);
-      return { exitCode: 0, stdout: '', stderr: '' };
-    },
-    close: () => {},
-  };
+  });
   // The status writes are logged beside the runtime calls, to check their order.
   const client: Pick<KubeApi, 'get' | 'patch'> = {
     get: <T>(path: string, query?: Query) => api.get<T>(path, query).then((answer) => asServed(path, answer)),

@@ -1,5 +1,7 @@
 // The agent's I/O around the pure planner: gathers a Pod's requests, the Pod and the runtime's view
 // of each target container, writes the planned status, and carries out the stops it orders.
+import type { Clock } from '../common/clock.ts';
+import { now } from '../common/clock.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { ignoreNotFound, isConflict } from '../common/kube/errors.ts';
@@ -52,7 +54,7 @@ export interface ReconcilerDeps {
    * writes are left, so they are bounded here rather than by the workers.
    */
   statusWrites?: number;
-  now?: () => number;
+  now?: Clock;
   /** The API server's time, for deadlines counted from its timestamps (default: now). */
   apiNow?: () => number;
 }
@@ -79,7 +81,7 @@ const MAX_REFUSAL_PODS = 10_000;
 
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
-  private readonly now: () => number;
+  private readonly now: Clock;
   private readonly apiNow: () => number;
   /**
    * Stops under way in this process (hook, StopContainer, the status write after), by full container
@@ -111,7 +113,7 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? (() => Date.now());
+    this.now = deps.now ?? now;
     this.apiNow = deps.apiNow ?? this.now;
     this.handedOver = new HandedOver(this.now);
     this.returnedStops = new ReturnedStops(this.now);

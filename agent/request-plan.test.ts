@@ -9,6 +9,7 @@ import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CR
 import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
+import { runtimeContainerID } from '../api/container-id.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const CREATED = '2026-01-01T00:09:00Z';
@@ -44,7 +45,7 @@ function owner(name: string, over: Partial<ContainerOwner> = {}): ContainerOwner
 
 /** The runtime's view of `containerd://<id>` (by default `<name>-1`, what status() reports), with kubelet's labels. */
 function running(name: string, over: Partial<RuntimeContainer> = {}, id = `${name}-1`): RuntimeView {
-  return { containerID: `containerd://${id}`, container: { id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner(name), ...over } };
+  return { containerID: `containerd://${id}`, container: { id: runtimeContainerID(id), state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner(name), ...over } };
 }
 function exited(name: string, exitCode: number, id = `${name}-1`): RuntimeView {
   return running(name, { state: 'exited', exitCode, finishedAtNs: 2n }, id);
@@ -241,7 +242,7 @@ describe('planRequest: only the Pod status names the container acted on (R36)', 
     withSpec(crr(['proxy']), { containers: [{ name: 'proxy', statusContext: { containerID, restartCount: 0 } }] });
   // Another namespace's container, which the agent could stop: the creator knows its ID.
   const victim = 'containerd://victim-in-other-ns';
-  const victimView: RuntimeView = { containerID: victim, container: { id: 'victim-in-other-ns', state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner('app', { podNamespace: 'other', podName: 'victim', podUid: 'uid-v' }) } };
+  const victimView: RuntimeView = { containerID: victim, container: { id: runtimeContainerID('victim-in-other-ns'), state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: owner('app', { podNamespace: 'other', podName: 'victim', podUid: 'uid-v' }) } };
 
   const notStarted: { name: string; statuses: AgentContainerStatus[] }[] = [
     { name: 'Pod status has the container without an ID', statuses: [status('main'), status('proxy', { containerID: undefined, state: 'waiting', ready: false })] },
@@ -282,7 +283,7 @@ describe('planRequest: only the Pod status names the container acted on (R36)', 
     assert.match(allMessages(plan), /containerd:\/\/proxy-1 not found on node/);
   });
   it('a view whose container has another ID than it was asked for is not used', () => {
-    const plan = planRequest(input({ runtime: new Map([['proxy', running('proxy', { id: 'proxy-9' })]]) }));
+    const plan = planRequest(input({ runtime: new Map([['proxy', running('proxy', { id: runtimeContainerID('proxy-9') })]]) }));
     assert.deepEqual(plan.stops, []);
   });
   it('hook and ports come from the Pod spec, never from the request', () => {

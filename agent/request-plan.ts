@@ -17,7 +17,7 @@ import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/reques
 import { boundedDelayMs } from '../rules/decision.ts';
 import { restartAfterExit } from '../rules/main-done.ts';
 import type { AgentContainerStatus, AgentPod } from './pod.ts';
-import { parseContainerID } from './runtime/container-id.ts';
+import { parseContainerID } from '../api/container-id.ts';
 import { KUBELET_LABELS } from './runtime/owner.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
 

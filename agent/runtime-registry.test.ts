@@ -7,18 +7,17 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../common/log.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
+import { fakeRuntime } from '../test/support/fake-runtime.ts';
 import { RuntimeRegistry } from './runtime-registry.ts';
 
 /** A runtime whose socket answers while `up.value` is true. */
-function fakeRuntime(up: { value: boolean }): ContainerRuntime {
-  return {
-    idPrefix: 'containerd',
+function runtimeUpWhile(up: { value: boolean }): ContainerRuntime {
+  return fakeRuntime({
     version: async () => {
       if (!up.value) throw new Error('connect ECONNREFUSED /host/var/run/containerd/containerd.sock');
       return { runtimeName: 'containerd', runtimeVersion: '2' };
     },
-    close: () => {},
-  } as unknown as ContainerRuntime;
+  });
 }
 
 describe('RuntimeRegistry: readiness and liveness (R46)', () => {
@@ -30,7 +29,7 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
       discoveries++;
       // The stale socket file is still there, but nothing listens: connecting fails.
       if (!up.value) throw new Error('runtime socket answers neither CRI nor Docker');
-      return new DiscoveredRuntimes([fakeRuntime(up)]);
+      return new DiscoveredRuntimes([runtimeUpWhile(up)]);
     }, createLogger('test', 'error'), { now: () => nowMs });
     try {
       await registry.start();
@@ -80,7 +79,7 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
     const restarts: string[] = [];
     const registry = new RuntimeRegistry(async () => {
       if (!up.value) throw new Error('connect ECONNREFUSED /host/var/run/containerd/containerd.sock');
-      return new DiscoveredRuntimes([fakeRuntime(up)]);
+      return new DiscoveredRuntimes([runtimeUpWhile(up)]);
     }, createLogger('test', 'error'), { onSocketGone: (reason) => restarts.push(reason) });
     try {
       await registry.start();
@@ -114,10 +113,10 @@ describe('RuntimeRegistry: readiness and liveness (R46)', () => {
   it('a slow runtime (a timeout, not a refusal) is not a socket gone', async () => {
     let slow = false;
     const restarts: string[] = [];
-    const runtime = { idPrefix: 'containerd', close: () => {}, version: async () => {
+    const runtime = fakeRuntime({ version: async () => {
       if (slow) throw new Error('CRI Version on /sock failed [DEADLINE_EXCEEDED]: no answer within 10000 ms');
       return { runtimeName: 'containerd', runtimeVersion: '2' };
-    } } as unknown as ContainerRuntime;
+    } });
     const registry = new RuntimeRegistry(async () => new DiscoveredRuntimes([runtime]), createLogger('test', 'error'), { onSocketGone: (r) => restarts.push(r) });
     try {
       await registry.start();

@@ -9,14 +9,17 @@
 // kubelet starts it again with a fresh mount as soon as the runtime serves (it cannot start one
 // before), and the requests created meanwhile are carried out then. containerd's exit stream
 // breaks the moment containerd goes, which has the runtime checked at once.
+import type { Clock } from '../common/clock.ts';
+import { now } from '../common/clock.ts';
+import type { RuntimeContainerID } from '../api/container-id.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { ContainerRuntimeOf, DiscoveredRuntimes } from './runtime/discover.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
 
 export type RuntimeDiscovery = () => Promise<DiscoveredRuntimes>;
-/** A container exited in a runtime; its ID without the prefix. */
-export type ExitListener = (runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number) => void;
+/** A container exited in a runtime. */
+export type ExitListener = (runtime: ContainerRuntime, containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number) => void;
 
 const MAX_BACKOFF_MS = 30_000;
 const CHECK_EVERY_MS = 10_000;
@@ -29,7 +32,7 @@ export interface RuntimeRegistryOptions {
   onExit?: ExitListener;
   /** A runtime that answered before refuses connections: the agent should be restarted, for a fresh mount of its socket. */
   onSocketGone?: (reason: string) => void;
-  now?: () => number;
+  now?: Clock;
 }
 
 export class RuntimeRegistry {
@@ -44,7 +47,7 @@ export class RuntimeRegistry {
   /** A runtime has answered in this process: a refused connection since is a socket gone. */
   private answeredOnce = false;
   private checking: Promise<void> | undefined;
-  private readonly now: () => number;
+  private readonly now: Clock;
   private readonly discover: RuntimeDiscovery;
   private readonly log: Logger;
   private readonly onExit: ExitListener | undefined;
@@ -55,7 +58,7 @@ export class RuntimeRegistry {
     this.log = log;
     this.onExit = options.onExit;
     this.onSocketGone = options.onSocketGone;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? now;
     this.lastAnsweredMs = this.now();
   }
 

@@ -1,6 +1,7 @@
 // Events on a Pod, where `kubectl describe pod` shows them to the user. They are sent in the
 // background, a few at a time: an event must never delay a stop or a request, and a burst of them
 // must not crowd out the API requests that do the work.
+import { now } from './clock.ts';
 import type { KubeApi } from './kube/api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
@@ -62,7 +63,7 @@ export class EventRecorder {
       if (this.dropped++ % 100 === 0) this.log.warn('events backlog full, dropping events', { dropped: this.dropped, reason: event.reason });
       return;
     }
-    this.waiting.push(this.body(pod, event, new Date().toISOString()));
+    this.waiting.push(this.body(pod, event, new Date(now()).toISOString()));
     this.pump();
   }
 

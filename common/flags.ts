@@ -164,10 +164,10 @@ export function positiveInt(flag: string, value: string): number {
 }
 
 /** A whole number within min..max (the caller's bounds: for a request field, the CRD's). */
-export function intInRange(flag: string, value: string, min: number, max: number): number {
+export function intInRange(flag: string, value: string, min: number, max: number, why?: string): number {
   const n = value.trim() === '' ? NaN : Number(value);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new FlagError(`--${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    throw new FlagError(`--${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}${why ? `; ${why}` : ''}`);
   }
   return n;
 }

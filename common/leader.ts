@@ -7,6 +7,8 @@
 // each successful renewal from the moment its write was sent, and a watchdog timer, independent of
 // the API calls (which may hang up to the client's request timeout), ends leadership at
 // lastRenewSent + renewDeadline (< leaseDuration, the margin absorbing clock-rate differences).
+import type { Clock } from './clock.ts';
+import { now } from './clock.ts';
 import type { KubeApi } from './kube/api.ts';
 import { isNotFound } from './kube/errors.ts';
 import { resourcePath } from './kube/paths.ts';
@@ -37,8 +39,8 @@ export interface LeaderElectionOptions {
   onStartedLeading: () => void;
   /** Called when leadership is lost; the process should stop acting (and usually exit). */
   onStoppedLeading: () => void;
-  /** The clock leadership is timed by (default Date.now). */
-  now?: () => number;
+  /** The clock leadership is timed by (default the system's). */
+  now?: Clock;
 }
 
 /** Node's timers hold at most 2^31-1 ms. */
@@ -71,7 +73,7 @@ export class LeaderElector {
       leaseDurationSeconds: options.leaseDurationSeconds ?? 15,
       renewDeadlineSeconds: options.renewDeadlineSeconds ?? 10,
       retryPeriodSeconds: options.retryPeriodSeconds ?? 2,
-      now: options.now ?? (() => Date.now()),
+      now: options.now ?? now,
     };
     const { leaseDurationSeconds: lease, renewDeadlineSeconds: deadline, retryPeriodSeconds: retry } = this.o;
     if (![lease, deadline, retry].every((s) => Number.isFinite(s) && s > 0) || lease * 1000 > MAX_TIMER_MS) {

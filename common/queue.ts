@@ -3,6 +3,8 @@
 // when its handler fails. A handler may give its worker back before it settles (`release`), when
 // what is left of its work must not hold up other keys; its key stays busy until it settles. It tells
 // an observer what client-go's work queues tell their metrics (common/queue-metrics.ts).
+import type { Clock } from './clock.ts';
+import { now } from './clock.ts';
 
 /**
  * The longest delay the queue ever waits before re-running a key (one hour). Node's timers hold at
@@ -63,8 +65,8 @@ export interface WorkQueueOptions {
   baseBackoffMs?: number;
   /** The longest retry delay (default 60 s; never more than MAX_REQUEUE_MS). */
   maxBackoffMs?: number;
-  /** The clock that orders delayed adds and times the work (default Date.now). */
-  now?: () => number;
+  /** The clock that orders delayed adds and times the work (default the system's). */
+  now?: Clock;
   /** Called once with the queue: what it returns is told of the queue's work. */
   observe?: (queue: WorkQueue) => QueueObserver;
 }
@@ -90,7 +92,7 @@ export class WorkQueue {
       ...options,
       baseBackoffMs: clampDelay(options.baseBackoffMs ?? 200),
       maxBackoffMs: clampDelay(options.maxBackoffMs ?? 60_000),
-      now: options.now ?? (() => Date.now()),
+      now: options.now ?? now,
     };
     this.observer = options.observe?.(this);
   }

@@ -1,7 +1,7 @@
 // The cluster controller's configuration, from flags.
 import { MAX_ACTIVE_DEADLINE_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, MIN_ACTIVE_DEADLINE_SECONDS } from '../api/container-recreate-request.ts';
 import { MAX_IMAGE_REFERENCE_LENGTH } from '../rules/projection.ts';
-import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
+import { DEFAULT_OPTIONS, MIN_REQUEST_TTL_SECONDS, RELEASED_QUICK_EXIT_IMAGE, REQUEST_TTL_FLOOR } from '../rules/requests.ts';
 import { type ApiRateConfig, apiRateFlags } from '../common/api-rate-flags.ts';
 import {
   COMMON_OPTIONS, COMMON_USAGE, FlagError, type LogFormat, type LogLevel, METRICS_PORT_RENAMED, type RenamedFlag,
@@ -78,7 +78,8 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --leader-elect-retry-period D     how often the leader renews, and a standby tries; shorter than the renew
                                     deadline (default 2s)
   --request-deadline-seconds N      activeDeadlineSeconds of the requests it creates, ${MIN_ACTIVE_DEADLINE_SECONDS} to ${MAX_ACTIVE_DEADLINE_SECONDS} (default ${DEFAULT_OPTIONS.activeDeadlineSeconds})
-  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished})
+  --request-ttl-seconds N           ttlSecondsAfterFinished of the requests it creates, at most ${MAX_TTL_SECONDS_AFTER_FINISHED} (default ${DEFAULT_OPTIONS.ttlSecondsAfterFinished});
+                                    at least ${MIN_REQUEST_TTL_SECONDS}: ${REQUEST_TTL_FLOOR}
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
                                     for after the main containers finished; then the Pod's phase is set without
                                     them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default ${DEFAULT_OPTIONS.sidecarStartTimeoutSeconds})
@@ -125,7 +126,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
   }, CONTROLLER_RENAMED_FLAGS);
   const metrics = bindAddress('metrics-bind-address', values['metrics-bind-address']);
   const deadline = intInRange('request-deadline-seconds', values['request-deadline-seconds'], MIN_ACTIVE_DEADLINE_SECONDS, MAX_ACTIVE_DEADLINE_SECONDS);
-  const ttl = intInRange('request-ttl-seconds', values['request-ttl-seconds'], 1, MAX_TTL_SECONDS_AFTER_FINISHED);
+  const ttl = intInRange('request-ttl-seconds', values['request-ttl-seconds'], MIN_REQUEST_TTL_SECONDS, MAX_TTL_SECONDS_AFTER_FINISHED, REQUEST_TTL_FLOOR);
   const startTimeout = intInRange('sidecar-start-timeout-seconds', values['sidecar-start-timeout-seconds'], 1, MAX_SIDECAR_START_TIMEOUT_SECONDS);
   return {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,

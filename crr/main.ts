@@ -1,5 +1,6 @@
 // The cluster controller: ContainerRecreateRequest admission and lifecycle, and the Job sidecar
 // terminator. Several replicas may run; only the Lease holder acts.
+import { now } from '../common/clock.ts';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -126,7 +127,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     fieldSelector: podSelector,
     project: (p) => {
       const pod = projectPod(p);
-      return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: Date.now() } : undefined;
+      return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: now() } : undefined;
     },
     onChange: (key, cached) => {
       // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.

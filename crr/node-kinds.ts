@@ -1,6 +1,8 @@
 // The controller's view of nodes (R5, R22): the watches that tell a virtual node, a node the operator
 // names as agentless, and a node where no agent has run for a while, answered by the pure nodeKindOf
 // of node-kind.ts.
+import type { Clock } from '../common/clock.ts';
+import { now } from '../common/clock.ts';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { FlagError } from '../common/flags.ts';
 import type { KubeApi } from '../common/kube/api.ts';
@@ -24,7 +26,7 @@ export interface NodeKindsOptions {
   agentNamespace: string;
   agentPodSelector: string;
   onRestart: (resource: string) => void;
-  now?: () => number;
+  now?: Clock;
 }
 
 type NodeView = Pick<NodeFacts, 'virtual' | 'createdMs'>;
@@ -73,7 +75,7 @@ async function checkSelector(client: Pick<KubeApi, 'get'>, path: string, flag: s
 
 export class NodeKinds {
   private readonly o: NodeKindsOptions;
-  private readonly now: () => number;
+  private readonly now: Clock;
   private readonly nodes: ProjectingInformer<V1Node, NodeView>;
   private readonly agentless: ProjectingInformer<V1Node, true> | undefined;
   private readonly agents: ProjectingInformer<V1Pod, AgentPod>;
@@ -88,7 +90,7 @@ export class NodeKinds {
 
   constructor(options: NodeKindsOptions) {
     this.o = options;
-    this.now = options.now ?? (() => Date.now());
+    this.now = options.now ?? now;
     const { client, log } = options;
     this.nodes = new ProjectingInformer<V1Node, NodeView>({
       client, log, path: resourcePath('v1', 'nodes'), project: nodeView,

@@ -1,5 +1,7 @@
 // The cluster side of ContainerRecreateRequests: admits new ones, completes the ones that cannot
 // run or ran out of time, unlabels and deletes finished ones, and handles unreadyGracePeriodSeconds.
+import type { Clock } from '../common/clock.ts';
+import { now } from '../common/clock.ts';
 import { FirstTimes } from '../common/first-times.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
@@ -23,7 +25,7 @@ export interface RequestsControllerDeps {
   cachedRequest: (namespace: string, name: string) => ContainerRecreateRequest | undefined;
   log: Logger;
   onAction?: (action: string) => void;
-  now?: () => number;
+  now?: Clock;
 }
 
 /** Pods told about a refused request, remembered so each gets one Warning: bounded, oldest forgotten. */
@@ -31,12 +33,12 @@ const MAX_REFUSAL_PODS = 10_000;
 
 export class RequestsController {
   private readonly deps: RequestsControllerDeps;
-  private readonly now: () => number;
+  private readonly now: Clock;
   private readonly refusalTold = new FirstTimes(MAX_REFUSAL_PODS);
 
   constructor(deps: RequestsControllerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? (() => Date.now());
+    this.now = deps.now ?? now;
   }
 
   async reconcile(key: string): Promise<QueueResult | void> {

@@ -1,6 +1,8 @@
 // The Job sidecar terminator's I/O around the pure decide(): reads the compact Pod, its node's kind
 // and its requests, and carries out the one action decided (create a request, swap images, patch
 // the phase), emitting each event once.
+import type { Clock } from '../common/clock.ts';
+import { now } from '../common/clock.ts';
 import type { KubeApi } from '../common/kube/api.ts';
 import { createIfAbsent, isNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
@@ -61,12 +63,12 @@ export interface SidecarControllerDeps {
   metrics: ControllerMetrics;
   options: SidecarTerminatorOptions;
   log: Logger;
-  now?: () => number;
+  now?: Clock;
 }
 
 export class SidecarController {
   private readonly deps: SidecarControllerDeps;
-  private readonly now: () => number;
+  private readonly now: Clock;
   /** Event keys already emitted, by Pod: decisions are recomputed often, events go out once. */
   private readonly emitted = new EmittedEvents();
   /** By Pod key: until when the Pod's node is taken as missing (resyncs do not read it again meanwhile). */
@@ -76,7 +78,7 @@ export class SidecarController {
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? (() => Date.now());
+    this.now = deps.now ?? now;
   }
 
   /** Forgets what was emitted for a Pod (by key) that left the cache: deleted, or of no more interest. */

@@ -623,7 +623,7 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       controller: await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER }),
     };
     helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE,
-      ...clusterValues(undefined, { 'agent.workers': '8', 'controller.workers': '8', 'settings.requestTTLSeconds': '120' }), '--wait', '--timeout', '5m');
+      ...clusterValues(undefined, { 'agent.workers': '8', 'controller.workers': '8', 'settings.requestTTLSeconds': '900' }), '--wait', '--timeout', '5m');
     rolledOut();
     const agent = await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: HELM_AGENT });
     const controller = await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER });
@@ -637,7 +637,7 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     assert.deepEqual(history.map((h) => [h.revision, h.status]), [[1, 'superseded'], [2, 'deployed']]);
     await leaderHeld();
     const request = await jobCompletes(namespace!, 'second');
-    assert.equal(request.spec.ttlSecondsAfterFinished, 120);
+    assert.equal(request.spec.ttlSecondsAfterFinished, 900);
   });
 
   it('a node where no agent runs (the agent kept off it, the node named by controller.agentlessNodeSelector): a Job finishes through the image swap', async () => {

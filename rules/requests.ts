@@ -33,7 +33,7 @@ export const CREATED_BY = 'sidecar-terminator';
 export interface SidecarTerminatorOptions {
   /** Deadline of a request; raised for Pods whose grace period would not fit in it. */
   activeDeadlineSeconds: number;
-  /** Keep above retryMaxDelaySeconds: attempt numbers (and so the backoff) come from existing requests. */
+  /** At least MIN_REQUEST_TTL_SECONDS. */
   ttlSecondsAfterFinished: number;
   /** Delay before attempt 2; doubles for every further attempt. */
   retryBaseDelaySeconds: number;
@@ -61,6 +61,15 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   sidecarStartTimeoutSeconds: 120,
   agentlessSwapImages: [RELEASED_QUICK_EXIT_IMAGE],
 };
+
+/**
+ * The shortest TTL of the requests we create: above the longest retry delay. Attempt numbers, and so
+ * the backoff, are counted from the requests still there: one deleted before its retry was due would
+ * have its attempt made again and the backoff start over. Both programs' --request-ttl-seconds
+ * refuse less, saying REQUEST_TTL_FLOOR.
+ */
+export const MIN_REQUEST_TTL_SECONDS = DEFAULT_OPTIONS.retryMaxDelaySeconds + 1;
+export const REQUEST_TTL_FLOOR = `a request must outlive the longest retry delay (${DEFAULT_OPTIONS.retryMaxDelaySeconds} s), as retries are counted from the requests still there`;
 
 /**
  * How many of our own requests for one Pod may exist at once before the Pod is given up

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KeyedLimit } from '../common/keyed-limit.ts';
 import { STOPS_PER_POD } from '../agent/reconciler.ts';
+import type { RuntimeContainerID } from '../api/container-id.ts';
 import { containerd2 } from './support/containerd.ts';
 import { containerdFixture } from './support/fixtures.ts';
 import { runtimeContract } from './support/contract.ts';
@@ -18,7 +19,7 @@ for (const [title, build] of [['containerd 2', () => containerd2()], ['Debian\'s
     it('every one exits on SIGTERM, none hangs', { timeout: 300_000 }, async () => {
       const fixture = await containerdFixture(build());
       try {
-        const ids: string[] = [];
+        const ids: RuntimeContainerID[] = [];
         for (let i = 0; i < 64; i++) ids.push(await fixture.run("trap 'exit 0' TERM; while true; do sleep 1; done"));
         const limit = new KeyedLimit(STOPS_PER_POD);
         const started = Date.now();

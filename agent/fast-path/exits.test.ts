@@ -18,21 +18,26 @@ import type { PodProjection } from '../../rules/projection.ts';
 import { requestName } from '../../rules/requests.ts';
 import { ExitHandler } from './exits.ts';
 import { createAgentMetrics } from '../metrics.ts';
-import type { ContainerOwner, ContainerRuntime, PodContainer, RuntimeContainer } from '../runtime/types.ts';
+import type { ContainerOwner, PodContainer, RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import type { Handoff } from './handoff.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));
 /** The Pod as kubelet last reported it: main and proxy running (container IDs `containerd://<name>-id`). */
 const POD = projectPod(makePod({ containers: [main('main'), sidecar('proxy')] }));
+const MAIN_ID = runtimeContainerID('main-id');
+const PROXY_ID = runtimeContainerID('proxy-id');
 const OWNER: ContainerOwner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: 'main' };
 
 interface HarnessOptions {
   /** The Pods the watch cache holds (default: POD). */
   pods?: PodProjection[];
   /** What the runtime's status answers for a container ID. */
-  status?: (id: string) => RuntimeContainer | undefined;
+  status?: (id: RuntimeContainerID) => RuntimeContainer | undefined;
   /** The runtime's listing of a Pod's containers. */
   podContainers?: PodContainer[];
   /** Sidecar labels read ahead, by `<runtime>://<id>`. */
@@ -49,21 +54,13 @@ function harness(o: HarnessOptions = {}) {
   const handedOver: Handoff[] = [];
   /** The agent's clock: moves only when a test moves it. */
   const clock = { nowMs: 1_000_000 };
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      runtimeCalls.push(`status ${id}`);
-      return o.status?.(id);
-    },
+  const runtime = fakeRuntime({
+    calls: runtimeCalls,
+    status: (id) => o.status?.(id),
     stop: async () => assert.fail('the fast path stops nothing'),
     exec: async () => assert.fail('the fast path runs nothing'),
-    podContainers: async (uid) => {
-      runtimeCalls.push(`podContainers ${uid}`);
-      return o.podContainers ?? [];
-    },
-    close: () => {},
-  };
+    podContainers: () => o.podContainers ?? [],
+  });
   const metrics = createAgentMetrics();
   const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
   const exits = new ExitHandler({
@@ -109,7 +106,7 @@ function harness(o: HarnessOptions = {}) {
 describe('ExitHandler', () => {
   it('a main\'s exit creates the Pod\'s first request, once, with the StoppingSidecars event', async () => {
     const h = harness();
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     const created = h.api.object<ContainerRecreateRequest>(REQUEST);
@@ -129,7 +126,7 @@ describe('ExitHandler', () => {
       h.clock.nowMs += 7;
       return create(...args);
     }) as typeof create;
-    h.exits.containerExited(h.runtime, 'main-id', 0, exitedAtMs);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0, exitedAtMs);
     await h.exits.idle();
     h.exits.stop();
     const { request, timing } = h.handedOver[0]!;
@@ -144,7 +141,7 @@ describe('ExitHandler', () => {
   it('labels read ahead: the answer is made from them and the announced exits as the create returns, without a runtime call', async () => {
     const owner = { ...OWNER, container: 'proxy' };
     const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.runtimeCalls, []);
@@ -158,10 +155,10 @@ describe('ExitHandler', () => {
     const create = h.api.create.bind(h.api);
     h.api.create = (async (...args: Parameters<typeof create>) => {
       h.clock.nowMs += 3_000;
-      h.exits.containerExited(h.runtime, 'proxy-id', 0);
+      h.exits.containerExited(h.runtime, PROXY_ID, 0);
       return create(...args);
     }) as typeof create;
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.runtimeCalls, []);
@@ -171,7 +168,7 @@ describe('ExitHandler', () => {
 
   it('a runtime that fails to answer about the sidecar: no answer given (the reconciler asks again)', async () => {
     const h = harness({ status: () => { throw new Error('runtime down'); } });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(await h.answers(), []);
@@ -181,7 +178,7 @@ describe('ExitHandler', () => {
     const h = harness();
     h.cache.stale = [];
     h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE, 'written-by': 'controller' } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} 409`]);
@@ -202,7 +199,7 @@ describe('ExitHandler', () => {
       h.cache.stale = [];
       const taken = squat(1);
       h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
-      h.exits.containerExited(h.runtime, 'main-id', 0);
+      h.exits.containerExited(h.runtime, MAIN_ID, 0);
       await h.exits.idle();
       h.exits.stop();
       assert.equal(h.handedOver[0]?.request.metadata.name, requestName(UID, 2));
@@ -219,7 +216,7 @@ describe('ExitHandler', () => {
         h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
       }
       h.api.set(requestPath('ns', requestName(UID, 3)), { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
-      h.exits.containerExited(h.runtime, 'main-id', 0);
+      h.exits.containerExited(h.runtime, MAIN_ID, 0);
       await h.exits.idle();
       h.exits.stop();
       assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 3);
@@ -233,7 +230,7 @@ describe('ExitHandler', () => {
         const taken = squat(attempt);
         h.api.set(taken.path, { metadata: taken.metadata, spec: taken.spec });
       }
-      h.exits.containerExited(h.runtime, 'main-id', 0);
+      h.exits.containerExited(h.runtime, MAIN_ID, 0);
       await h.exits.idle();
       h.exits.stop();
       assert.equal(h.api.lines({ method: 'create', path: requestPath('ns') }).length, 4);
@@ -244,7 +241,7 @@ describe('ExitHandler', () => {
     const h = harness();
     // The watch holds only requests labelled with this node.
     h.api.set(REQUEST, { metadata: { labels: { [LABEL_POD_UID]: UID, [LABEL_NODE_NAME]: NODE } }, spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] } });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     assert.deepEqual(h.api.lines({ method: 'create' }), []);
@@ -256,7 +253,7 @@ describe('ExitHandler', () => {
       try {
         const h = harness();
         h.api.inject({ method: 'create', path: requestPath('ns') }, fault);
-        h.exits.containerExited(h.runtime, 'main-id', 0);
+        h.exits.containerExited(h.runtime, MAIN_ID, 0);
         await h.exits.idle();
         const status = typeof fault === 'number' ? fault : 0;
         assert.deepEqual(h.api.lines({ method: 'create', path: requestPath('ns') }), [`POST ${requestPath('ns')} ${status}`], 'nothing before the queue\'s backoff');
@@ -280,9 +277,9 @@ describe('ExitHandler', () => {
     const h = harness({
       pods: [pending],
       status: (id) => ({ id, state: 'exited', exitCode: 0, startedAtNs: 1n, finishedAtNs: 2n, owner: OWNER }),
-      podContainers: [{ id: 'main-id', name: 'main', attempt: 0, state: 'running' }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+      podContainers: [{ id: MAIN_ID, name: 'main', attempt: 0, state: 'running' }, { id: PROXY_ID, name: 'proxy', attempt: 0, state: 'running' }],
     });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     h.exits.stop();
     // The listing still shows the main running: the exit event's code stands.
@@ -294,7 +291,7 @@ describe('ExitHandler', () => {
     const elsewhere = projectPod(makePod({ containers: [main('main'), sidecar('proxy')], nodeName: 'node-2' }));
     for (const o of [{ pods: [] }, { pods: [elsewhere] }] as HarnessOptions[]) {
       const h = harness({ ...o, status: (id) => ({ id, state: 'exited', exitCode: 0, startedAtNs: 1n, finishedAtNs: 2n, owner: OWNER }) });
-      h.exits.containerExited(h.runtime, 'main-id', 0);
+      h.exits.containerExited(h.runtime, MAIN_ID, 0);
       await h.exits.idle();
       h.exits.stop();
       assert.deepEqual(h.api.calls, []);
@@ -309,7 +306,7 @@ describe('ExitHandler', () => {
     };
     const pods = [probed('running')];
     const h = harness({ pods });
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     assert.deepEqual(h.api.lines({ method: 'create' }), [], 'the runtime\'s exit 0 alone may be a probe kill kubelet restarts');
     // An update where kubelet still shows the main running: still waiting, looked at again later.
@@ -331,7 +328,7 @@ describe('ExitHandler', () => {
   it('after stop(), exits are not acted on', async () => {
     const h = harness();
     h.exits.stop();
-    h.exits.containerExited(h.runtime, 'main-id', 0);
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.exits.idle();
     assert.deepEqual(h.api.calls, []);
   });

@@ -1,6 +1,8 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
 // sidecars, created by the agent itself.
+import type { Clock } from '../../common/clock.ts';
+import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
 import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
@@ -13,12 +15,12 @@ import { DEFAULT_OPTIONS, isOwnRequest, projectRequest } from '../../rules/reque
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import { reportedContainers, requestOnMainExit } from './main-exit.ts';
 import type { AgentMetrics } from '../metrics.ts';
-import type { ContainerID } from '../runtime/container-id.ts';
-import { containerIDOf } from '../runtime/container-id.ts';
+import type { ContainerID, RuntimeContainerID } from '../../api/container-id.ts';
+import { containerIDOf } from '../../api/container-id.ts';
 import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
 import type { Handoff, RuntimeAnswer } from './handoff.ts';
-import { namespacedKey } from '../../common/informer.ts';
+import { namespacedKey, splitKey } from '../../common/informer.ts';
 
 /** What the agent's watches hold, as the fast path reads it. */
 export interface ExitCache {
@@ -53,17 +55,32 @@ export interface ExitHandlerDeps {
   workers: number;
   /** The request's deadline and TTL, as the controller's flags set them for the requests it creates. */
   requestOptions: Pick<SidecarTerminatorOptions, 'activeDeadlineSeconds' | 'ttlSecondsAfterFinished'>;
-  now?: () => number;
+  now?: Clock;
 }
 
 /** Names found held by requests not ours, at most, before the first request is left to the controller. */
 const MAX_NAME_TRIES = 4;
 
+declare const exitKeyBrand: unique symbol;
+/** A key of the exit queue: a Pod and the runtime whose exits concern it, `<runtime>/<namespace>/<name>`. */
+type ExitKey = string & { readonly [exitKeyBrand]: true };
+
+function exitKey(runtimePrefix: string, namespace: string, name: string): ExitKey {
+  return `${runtimePrefix}/${namespacedKey(namespace, name)}` as ExitKey;
+}
+
+/** A runtime prefix has no slash (api/container-id.ts), so the first one ends it. */
+function parseExitKey(key: string): { runtimePrefix: string; namespace: string; name: string } {
+  const slash = key.indexOf('/');
+  const [namespace, name] = splitKey(key.slice(slash + 1));
+  return { runtimePrefix: key.slice(0, slash), namespace, name };
+}
+
 export class ExitHandler {
   private readonly deps: ExitHandlerDeps;
   private readonly queue: WorkQueue;
   private readonly options: SidecarTerminatorOptions;
-  private readonly now: () => number;
+  private readonly now: Clock;
   /** Runtime lookups of exited containers kubelet has not reported yet, under way. */
   private readonly lookups = new Set<Promise<void>>();
   private stopped = false;
@@ -72,7 +89,7 @@ export class ExitHandler {
    * Pod is cached (kubelet reports them a second later, and the runtime's own listing may lag too),
    * and when the latest of those events arrived and its exit happened (for the timings).
    */
-  private readonly reportedExits = new Map<string, { codes: Map<string, number>; lastAtMs: number; lastExitedAtMs?: number }>();
+  private readonly reportedExits = new Map<string, { codes: Map<RuntimeContainerID, number>; lastAtMs: number; lastExitedAtMs?: number }>();
   /**
    * By Pod key, the runtime prefix of Pods whose mains' exit only kubelet's report settles (R7, R43):
    * looked at again on the Pod's next update, kept while the Pod is cached.
@@ -82,7 +99,7 @@ export class ExitHandler {
   constructor(deps: ExitHandlerDeps) {
     this.deps = deps;
     this.options = { ...DEFAULT_OPTIONS, ...deps.requestOptions };
-    this.now = deps.now ?? (() => Date.now());
+    this.now = deps.now ?? now;
     this.queue = new WorkQueue({
       workers: deps.workers,
       now: this.now,
@@ -93,7 +110,7 @@ export class ExitHandler {
   }
 
   /** A container exited in `runtime`: look at its Pod again, if it is one the rules may concern. */
-  containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number): void {
+  containerExited(runtime: ContainerRuntime, containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number): void {
     if (this.stopped) return;
     const receivedAtMs = this.now();
     if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
@@ -137,15 +154,15 @@ export class ExitHandler {
     const prefix = this.awaitingKubelet.get(key);
     if (prefix === undefined || this.stopped) return;
     this.awaitingKubelet.delete(key);
-    this.queue.add(`${prefix}/${key}`);
+    this.queue.add(exitKey(prefix, namespace, name));
   }
 
   private enqueue(runtime: ContainerRuntime, namespace: string, name: string, exit: ReportedExit): void {
     const key = namespacedKey(namespace, name);
-    const codes = this.reportedExits.get(key)?.codes ?? new Map<string, number>();
+    const codes = this.reportedExits.get(key)?.codes ?? new Map<RuntimeContainerID, number>();
     codes.set(exit.containerId, exit.exitCode);
     this.reportedExits.set(key, { codes, lastAtMs: exit.receivedAtMs, ...(exit.exitedAtMs === undefined ? {} : { lastExitedAtMs: exit.exitedAtMs }) });
-    this.queue.add(`${runtime.idPrefix}/${key}`);
+    this.queue.add(exitKey(runtime.idPrefix, namespace, name));
   }
 
   /** Takes no new exits: nothing is queued or created after this (a request being created may finish). */
@@ -176,7 +193,7 @@ export class ExitHandler {
    * so far: made as the create returns, so that they are fresh for the stops (a burst's create
    * can take seconds, and exits announced meanwhile count).
    */
-  private answersFromLabels(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<string, number>): Map<ContainerID, Promise<RuntimeAnswer>> {
+  private answersFromLabels(runtime: ContainerRuntime, request: ContainerRecreateRequest, exits: ReadonlyMap<RuntimeContainerID, number>): Map<ContainerID, Promise<RuntimeAnswer>> {
     const answers = new Map<ContainerID, Promise<RuntimeAnswer>>();
     for (const { full, id, owner } of this.targetsOn(runtime, request)) {
       if (!owner) continue;
@@ -189,7 +206,7 @@ export class ExitHandler {
   }
 
   /** The request's targets on `runtime`, by the IDs their statusContext pins, with their labels when read ahead. */
-  private *targetsOn(runtime: ContainerRuntime, request: ContainerRecreateRequest): Generator<{ full: ContainerID; id: string; owner: ContainerOwner | undefined }> {
+  private *targetsOn(runtime: ContainerRuntime, request: ContainerRecreateRequest): Generator<{ full: ContainerID; id: RuntimeContainerID; owner: ContainerOwner | undefined }> {
     for (const { statusContext } of request.spec.containers) {
       const target = statusContext && this.deps.runtimes.forContainer(statusContext.containerID);
       if (!target || !('runtime' in target) || target.runtime.idPrefix !== runtime.idPrefix) continue;
@@ -213,9 +230,9 @@ export class ExitHandler {
   }
 
   private async handle(key: string): Promise<void> {
-    const [prefix, namespace, name] = key.split('/') as [string, string, string];
+    const { runtimePrefix: prefix, namespace, name } = parseExitKey(key);
     const reported = this.reportedExits.get(namespacedKey(namespace, name));
-    const exits = reported?.codes ?? new Map<string, number>();
+    const exits = reported?.codes ?? new Map<RuntimeContainerID, number>();
     const pod = this.deps.cache.pod(namespace, name);
     const runtime = this.deps.runtimes.runtimeFor(prefix);
     if (!pod || pod.nodeName !== this.deps.nodeName || !runtime?.podContainers) return;
@@ -269,7 +286,7 @@ export class ExitHandler {
 }
 
 interface ReportedExit {
-  containerId: string;
+  containerId: RuntimeContainerID;
   exitCode: number;
   receivedAtMs: number;
   /** The runtime's timestamp of the exit, when it gives one. */

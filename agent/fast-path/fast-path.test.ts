@@ -15,7 +15,9 @@ import { FakeKubeApi } from '../../test/support/fake-api.ts';
 import { main, makePod, NODE, sidecar, UID } from '../../test/support/pods.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
-import type { ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
+import type { RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { AGENT_POLICY } from './confinement.ts';
 import { FastPath } from './fast-path.ts';
 import type { Handoff } from './handoff.ts';
@@ -23,7 +25,7 @@ import type { Handoff } from './handoff.ts';
 const log = createLogger('test', 'error');
 const POD = projectPod(makePod({ containers: [main('main'), sidecar('proxy')] }));
 const PROXY: RuntimeContainer = {
-  id: 'proxy-id', state: 'running', startedAtNs: 1n, finishedAtNs: 0n,
+  id: runtimeContainerID('proxy-id'), state: 'running', startedAtNs: 1n, finishedAtNs: 0n,
   owner: { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: 'proxy' },
 };
 const denied = new KubeApiError(422, 'POST', '/x', JSON.stringify({ kind: 'Status', code: 422, message: `ValidatingAdmissionPolicy '${AGENT_POLICY}' denied request` }));
@@ -38,18 +40,12 @@ function harness(confined: boolean) {
     return create(path, body as never, query as never);
   }) as typeof api.create;
   const runtimeCalls: string[] = [];
-  const runtime: ContainerRuntime = {
-    idPrefix: 'containerd',
-    version: async () => ({ runtimeName: 'containerd', runtimeVersion: 'test' }),
-    status: async (id) => {
-      runtimeCalls.push(`status ${id}`);
-      return id === PROXY.id ? PROXY : undefined;
-    },
+  const runtime = fakeRuntime({
+    calls: runtimeCalls,
+    status: (id) => (id === PROXY.id ? PROXY : undefined),
     stop: async () => assert.fail('the fast path stops nothing'),
     exec: async () => assert.fail('the fast path runs nothing'),
-    podContainers: async () => [],
-    close: () => {},
-  };
+  });
   const handedOver: Handoff[] = [];
   const fastPath = new FastPath({
     client: api,
@@ -78,11 +74,11 @@ function harness(confined: boolean) {
 describe('FastPath (R43, R50)', () => {
   it('not yet known to be confined: an exit is left to the controller; once confined, it creates the request and hands it over once', async () => {
     const h = harness(true);
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     assert.deepEqual(h.creates(), []);
     assert.equal(await h.fastPath.start(), 'enabled');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.equal(h.creates().length, 1);
@@ -93,7 +89,7 @@ describe('FastPath (R43, R50)', () => {
   it('not confined (both dry runs admitted): exits are never acted on, and the agent is not ready', async () => {
     const h = harness(false);
     assert.equal(await h.fastPath.start(), 'not-confined');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.deepEqual(h.creates(), []);
@@ -107,7 +103,7 @@ describe('FastPath (R43, R50)', () => {
     // The read is in the background: its answer is in once the runtime's promise has settled.
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(h.runtimeCalls, ['status proxy-id'], 'read once, on the update');
-    h.fastPath.containerExited(h.runtime, 'main-id', 0);
+    h.fastPath.containerExited(h.runtime, runtimeContainerID('main-id'), 0);
     await h.fastPath.idle();
     h.fastPath.stop();
     assert.deepEqual(h.runtimeCalls, ['status proxy-id'], 'not asked again at the exit');

@@ -1,6 +1,7 @@
 // The fast path (R43): the agent follows its runtimes' exit events, and when a Pod's mains are done
 // creates the Pod's first request itself and hands it to the Reconciler, seconds before kubelet
 // and the controller would. Only while the API server confines the agent's creates to its node.
+import type { RuntimeContainerID } from '../../api/container-id.ts';
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import { requestPath } from '../../api/container-recreate-request.ts';
 import type { KubeApi } from '../../common/kube/api.ts';
@@ -53,8 +54,8 @@ export class FastPath {
     });
   }
 
-  /** A container exited in a runtime (its bare ID): acted on only while the fast path is enabled. */
-  containerExited(runtime: ContainerRuntime, containerId: string, exitCode: number, exitedAtMs?: number): void {
+  /** A container exited in a runtime: acted on only while the fast path is enabled. */
+  containerExited(runtime: ContainerRuntime, containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number): void {
     if (this.confinement.enabled()) this.exits.containerExited(runtime, containerId, exitCode, exitedAtMs);
   }
 

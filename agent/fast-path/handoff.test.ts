@@ -3,13 +3,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
-import type { ContainerID } from '../runtime/container-id.ts';
+import type { ContainerID } from '../../api/container-id.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import type { RuntimeContainer } from '../runtime/types.ts';
 import type { RuntimeAnswer } from './handoff.ts';
 import { HandedOver } from './handoff.ts';
 
 const TIMING = { exitEventAtMs: 0, createdAtMs: 0, apiCreateMs: 0 };
-const PROXY: RuntimeContainer = { id: 'proxy-id', state: 'running', startedAtNs: 1n, finishedAtNs: 0n };
+const PROXY: RuntimeContainer = { id: runtimeContainerID('proxy-id'), state: 'running', startedAtNs: 1n, finishedAtNs: 0n };
 const request = (uid: string, podName = 'job-pod'): ContainerRecreateRequest => ({
   metadata: { uid, name: uid, namespace: 'ns' }, spec: { podName, containers: [{ name: 'proxy' }] },
 }) as ContainerRecreateRequest;
@@ -41,7 +42,7 @@ describe('HandedOver (R43)', () => {
     assert.equal(await handed.takeAnswer('containerd://proxy-id'), undefined, 'once');
     const late = handed.takeAnswer('containerd://late-id');
     now = 2_500;
-    arrive({ container: { ...PROXY, id: 'late-id' }, atMs: 2_000 });
+    arrive({ container: { ...PROXY, id: runtimeContainerID('late-id') }, atMs: 2_000 });
     assert.equal((await late)?.id, 'late-id', 'fresh from its arrival, not from the hand-off');
   });
 

@@ -2,7 +2,7 @@
 // exit, handed over as created (no watch event awaited), with what the runtime said of the
 // containers it targets and the exit's timing.
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
-import type { ContainerID } from '../runtime/container-id.ts';
+import type { ContainerID } from '../../api/container-id.ts';
 import type { RuntimeContainer } from '../runtime/types.ts';
 import type { CreatedOnExit } from '../timeline.ts';
 

@@ -5,14 +5,15 @@ import { IGNORE_EXIT_CODE, NOW, UID, exited, main, makePod, request, sidecar, ty
 import { projectPod } from '../../rules/projection.ts';
 import { DEFAULT_OPTIONS, requestName } from '../../rules/requests.ts';
 import type { ExistingRequest } from '../../rules/requests.ts';
-import { reportedContainers, requestOnMainExit, runtimeView } from './main-exit.ts';
+import { reportedContainers, requestOnMainExit, runtimePodView } from './main-exit.ts';
 import type { PodContainer } from '../runtime/types.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 
-const run = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'running' });
+const run = (name: string, attempt = 0): PodContainer => ({ id: runtimeContainerID(`${name}-${attempt}`), name, attempt, state: 'running' });
 const exit = (name: string, exitCode: number | undefined, attempt = 0): PodContainer => ({
-  id: `${name}-${attempt}`, name, attempt, state: 'exited', ...(exitCode === undefined ? {} : { exitCode }),
+  id: runtimeContainerID(`${name}-${attempt}`), name, attempt, state: 'exited', ...(exitCode === undefined ? {} : { exitCode }),
 });
-const created = (name: string, attempt = 0): PodContainer => ({ id: `${name}-${attempt}`, name, attempt, state: 'created' });
+const created = (name: string, attempt = 0): PodContainer => ({ id: runtimeContainerID(`${name}-${attempt}`), name, attempt, state: 'created' });
 
 /** The status kubelet last reported: both running, phase Running. */
 const reported: PodSpec = { containers: [main('main'), sidecar('proxy')], phase: 'Running' };
@@ -126,10 +127,10 @@ describe('requestOnMainExit (R43)', () => {
   });
 });
 
-describe('runtimeView', () => {
+describe('runtimePodView', () => {
   it('keeps the reported status of containers the runtime does not have', () => {
     const pod = projectPod(makePod({ containers: [main('main', exited(0)), sidecar('proxy')], phase: 'Running' }));
-    const view = runtimeView(pod, [run('proxy', 1)], 'containerd').pod;
+    const view = runtimePodView(pod, [run('proxy', 1)], 'containerd').pod;
     assert.deepEqual(view.statuses, [
       pod.statuses[0],
       { name: 'proxy', containerID: 'containerd://proxy-1', restartCount: 1, state: { kind: 'running' } },
@@ -143,24 +144,24 @@ describe('reportedContainers', () => {
     {
       name: 'the announced exit overlays the reported status',
       exits: [['main-id', 0]],
-      want: [{ id: 'main-id', name: 'main', attempt: 0, state: 'exited', exitCode: 0 }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+      want: [{ id: runtimeContainerID('main-id'), name: 'main', attempt: 0, state: 'exited', exitCode: 0 }, { id: runtimeContainerID('proxy-id'), name: 'proxy', attempt: 0, state: 'running' }],
     },
     {
       name: 'an exit kubelet already reported keeps its code',
       pod: { ...reported, containers: [main('main', exited(3)), sidecar('proxy')] },
       exits: [],
-      want: [{ id: 'main-id', name: 'main', attempt: 0, state: 'exited', exitCode: 3 }, { id: 'proxy-id', name: 'proxy', attempt: 0, state: 'running' }],
+      want: [{ id: runtimeContainerID('main-id'), name: 'main', attempt: 0, state: 'exited', exitCode: 3 }, { id: runtimeContainerID('proxy-id'), name: 'proxy', attempt: 0, state: 'running' }],
     },
     { name: 'an exit of a container kubelet has not reported: ask the runtime', exits: [['main-2', 0]], want: undefined },
     { name: 'a container without an ID yet: ask the runtime', pod: { ...reported, containers: [main('main'), sidecar('proxy', 'running', [], { id: '' })] }, exits: [['main-id', 0]], want: undefined },
     { name: 'another runtime\'s IDs: ask the runtime', pod: { ...reported, containers: [main('main', 'running', { id: 'docker://m' }), sidecar('proxy')] }, exits: [], want: undefined },
   ];
   for (const c of cases) {
-    it(c.name, () => assert.deepEqual(reportedContainers(pod(c.pod), 'containerd', new Map(c.exits)), c.want));
+    it(c.name, () => assert.deepEqual(reportedContainers(pod(c.pod), 'containerd', new Map(c.exits.map(([id, code]) => [runtimeContainerID(id), code]))), c.want));
   }
 
   it('with the rules: the request the runtime listing would have given', () => {
-    const containers = reportedContainers(pod(), 'containerd', new Map([['main-id', 0]]))!;
+    const containers = reportedContainers(pod(), 'containerd', new Map([[runtimeContainerID('main-id'), 0]]))!;
     const decision = requestOnMainExit({ pod: pod(), containers, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS });
     assert.deepEqual(decision.request?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-id', restartCount: 0 } }]);
   });

@@ -11,10 +11,12 @@ import type { CreateRequest } from '../../rules/decision.ts';
 import type { ContainerStateProjection, ContainerStatusProjection, PodProjection } from '../../rules/projection.ts';
 import type { ExistingRequest, SidecarTerminatorOptions } from '../../rules/requests.ts';
 import { isOwnRequest } from '../../rules/requests.ts';
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { containerIDOf, parseContainerID } from '../../api/container-id.ts';
 import type { PodContainer } from '../runtime/types.ts';
 
 /** The Pod as the runtime sees it, and the mains whose exit only kubelet's report can settle. */
-export interface RuntimeView {
+export interface RuntimePodView {
   pod: PodProjection;
   /** Mains the runtime shows exited but kubelet may start again whatever their code (R7): its report decides. */
   awaitingKubelet: string[];
@@ -28,7 +30,7 @@ export interface RuntimeView {
  * start over) is not laid over the report: kubelet's report of that very exit stands, or, until
  * kubelet has reported it, the main counts as not done.
  */
-export function runtimeView(pod: PodProjection, containers: readonly PodContainer[], runtimePrefix: string): RuntimeView {
+export function runtimePodView(pod: PodProjection, containers: readonly PodContainer[], runtimePrefix: string): RuntimePodView {
   const mains = new Set(classify(pod).mains);
   const awaitingKubelet: string[] = [];
   const statuses = pod.containers.flatMap((spec): ContainerStatusProjection[] => {
@@ -36,7 +38,7 @@ export function runtimeView(pod: PodProjection, containers: readonly PodContaine
     const latest = latestAttempt(containers, spec.name);
     const state = latest && runtimeState(latest);
     if (!latest || !state) return reported ? [reported] : [];
-    const containerID = `${runtimePrefix}://${latest.id}`;
+    const containerID = containerIDOf(runtimePrefix, latest.id);
     if (state.kind === 'terminated' && mains.has(spec.name) && !exitSettlesRestart(pod, spec.name)) {
       if (reported?.containerID === containerID && reported.state.kind === 'terminated') return [reported];
       awaitingKubelet.push(spec.name);
@@ -61,13 +63,13 @@ const AWAITING_KUBELET = 'AwaitingKubeletReport';
  * container ID for every container and every announced exit is of one of those. Otherwise undefined,
  * and the runtime's own listing decides.
  */
-export function reportedContainers(pod: PodProjection, runtimePrefix: string, exits: ReadonlyMap<string, number>): PodContainer[] | undefined {
-  const prefix = `${runtimePrefix}://`;
+export function reportedContainers(pod: PodProjection, runtimePrefix: string, exits: ReadonlyMap<RuntimeContainerID, number>): PodContainer[] | undefined {
   const containers: PodContainer[] = [];
   for (const spec of pod.containers) {
     const status = pod.statuses.find((s) => s.name === spec.name);
-    if (!status?.containerID?.startsWith(prefix)) return undefined;
-    const id = status.containerID.slice(prefix.length);
+    const reported = status?.containerID === undefined ? undefined : parseContainerID(status.containerID);
+    if (!status || reported?.runtime !== runtimePrefix) return undefined;
+    const { id } = reported;
     const exitCode = exits.get(id) ?? (status.state.kind === 'terminated' ? status.state.exitCode : undefined);
     const state = exitCode !== undefined ? 'exited' : status.state.kind === 'running' ? 'running' : 'unknown';
     containers.push({ id, name: spec.name, attempt: status.restartCount, state, ...(exitCode === undefined ? {} : { exitCode }) });
@@ -121,7 +123,7 @@ export interface MainExitOutcome {
 }
 
 export function requestOnMainExit(input: MainExitInput): MainExitOutcome {
-  const view = runtimeView(input.pod, input.containers, input.runtimePrefix);
+  const view = runtimePodView(input.pod, input.containers, input.runtimePrefix);
   const decision = decide(view.pod, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
   const first =
     decision.kind === 'createRequest' && decision.retryOf === undefined && decision.delayMs === 0 && !input.requests.some((r) => isOwnRequest(r, input.pod));

@@ -4,8 +4,10 @@ import assert from 'node:assert/strict';
 import { createLogger } from '../../common/log.ts';
 import { main, makePod, sidecar, UID } from '../../test/support/pods.ts';
 import { projectPod } from '../../rules/projection.ts';
-import type { ContainerOwner, ContainerRuntime, RuntimeContainer } from '../runtime/types.ts';
-import { containerIDOf } from '../runtime/container-id.ts';
+import type { ContainerOwner, RuntimeContainer } from '../runtime/types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { containerIDOf, runtimeContainerID } from '../../api/container-id.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import { SidecarOwners } from './sidecar-owners.ts';
 
@@ -13,18 +15,17 @@ const KEY = 'ns/job-pod';
 const OWNER: ContainerOwner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: 'proxy' };
 const podWith = (proxyID: string) => projectPod(makePod({ containers: [main('main'), sidecar('proxy', 'running', [], { id: proxyID })] }));
 
-function harness(answer: (id: string) => RuntimeContainer | undefined = (id) => ({ id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: OWNER })) {
+function harness(answer: (id: RuntimeContainerID) => RuntimeContainer | undefined = (id) => ({ id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: OWNER })) {
   const asked: string[] = [];
   let release = () => {};
   let held: Promise<void> = Promise.resolve();
-  const runtime = {
-    idPrefix: 'containerd',
-    status: async (id: string) => {
+  const runtime = fakeRuntime({
+    status: async (id) => {
       asked.push(id);
       await held;
       return answer(id);
     },
-  } as unknown as ContainerRuntime;
+  });
   const owners = new SidecarOwners(new DiscoveredRuntimes([runtime]), createLogger('test', 'error'));
   const hold = () => {
     held = new Promise((resolve) => {
@@ -43,9 +44,9 @@ describe('SidecarOwners (R37)', () => {
     h.owners.podChanged(KEY, podWith('containerd://p1'));
     await settle();
     assert.deepEqual(h.asked, ['p1']);
-    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', 'p1')), OWNER);
+    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p1'))), OWNER);
     h.owners.podChanged(KEY, undefined);
-    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p1'))), undefined);
   });
 
   it('a new container ID in the status (restarted): the old one forgotten, the new one read', async () => {
@@ -55,14 +56,14 @@ describe('SidecarOwners (R37)', () => {
     h.owners.podChanged(KEY, podWith('containerd://p2'));
     await settle();
     assert.deepEqual(h.asked, ['p1', 'p2']);
-    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
-    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', 'p2')), OWNER);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p1'))), undefined);
+    assert.deepEqual(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p2'))), OWNER);
   });
 
   it('keeps nothing the runtime did not say of that very container: no labels, another ID, no answer, an error', async () => {
-    const answers: ((id: string) => RuntimeContainer | undefined)[] = [
+    const answers: ((id: RuntimeContainerID) => RuntimeContainer | undefined)[] = [
       (id) => ({ id, state: 'running', startedAtNs: 1n, finishedAtNs: 0n }),
-      () => ({ id: 'other', state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: OWNER }),
+      () => ({ id: runtimeContainerID('other'), state: 'running', startedAtNs: 1n, finishedAtNs: 0n, owner: OWNER }),
       () => undefined,
       () => { throw new Error('runtime down'); },
     ];
@@ -70,7 +71,7 @@ describe('SidecarOwners (R37)', () => {
       const h = harness(answer);
       h.owners.podChanged(KEY, podWith('containerd://p1'));
       await settle();
-      assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
+      assert.equal(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p1'))), undefined);
     }
   });
 
@@ -81,7 +82,7 @@ describe('SidecarOwners (R37)', () => {
     h.owners.podChanged(KEY, undefined);
     h.release();
     await settle();
-    assert.equal(h.owners.ownerOf(containerIDOf('containerd', 'p1')), undefined);
+    assert.equal(h.owners.ownerOf(containerIDOf('containerd', runtimeContainerID('p1'))), undefined);
   });
 
   it('a container ID of a runtime the node does not have, or malformed: not asked', async () => {

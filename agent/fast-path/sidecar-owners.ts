@@ -6,8 +6,8 @@ import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
 import { classify } from '../../rules/classify.ts';
 import type { PodProjection } from '../../rules/projection.ts';
-import type { ContainerID } from '../runtime/container-id.ts';
-import { parseContainerID } from '../runtime/container-id.ts';
+import type { ContainerID } from '../../api/container-id.ts';
+import { parseContainerID } from '../../api/container-id.ts';
 import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerOwner } from '../runtime/types.ts';
 

@@ -2,6 +2,8 @@
 // a container exited the moment containerd does, instead of after kubelet's next relist and status
 // update. The subscription is re-made with backoff whenever it ends (containerd restarted, socket
 // gone); exits missed meanwhile still reach the agent the slow way, through the Pod status.
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -32,7 +34,7 @@ export interface ExitStreamOptions {
    * Called whenever a container's own process exits (not exec'd processes). containerd's CRI plugin
    * learns of the exit from this same stream, so its view may lag behind for a moment.
    */
-  onExit: (containerId: string, exitCode: number, exitedAtMs?: number) => void;
+  onExit: (containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number) => void;
   /** The stream broke; it is re-made after `retryInMs`. */
   onError: (error: Error, retryInMs: number) => void;
 }
@@ -85,7 +87,7 @@ export class ContainerdExitStream {
       // An exec'd process (a probe, a preStop hook) has its own ID; only the container's own counts.
       if (exit && exit.containerId && exit.id === exit.containerId) {
         const exitedAtMs = exit.exitedAt ? Number(exit.exitedAt.seconds) * 1000 + exit.exitedAt.nanos / 1e6 : undefined;
-        this.#options.onExit(exit.containerId, exit.exitStatus, exitedAtMs);
+        this.#options.onExit(runtimeContainerID(exit.containerId), exit.exitStatus, exitedAtMs);
       }
     });
     call.on('error', (error: grpc.ServiceError) => this.#retry(call, error));

@@ -1,6 +1,7 @@
 // A thin typed client for the CRI runtime.v1 RuntimeService over a unix socket, loaded at run time
 // from proto/cri.proto. Field names are camelCase (proto-loader's default); int64 fields arrive as
 // decimal strings and enums as their names.
+import { now } from '../../common/clock.ts';
 import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -211,11 +212,11 @@ export class CriClient {
     const client = method === 'ExecSync' ? this.#execClient : this.#client;
     const fn = (client as unknown as Record<string, UnaryMethod>)[method];
     if (typeof fn !== 'function') throw new Error(`CRI method ${method} is not in proto/cri.proto`);
-    const deadline = new Date(Date.now() + options.timeoutMs);
+    const deadline = new Date(now() + options.timeoutMs);
     return new Promise((resolve, reject) => {
       fn.call(client, request, new grpc.Metadata(), { deadline }, (error, response) => {
         if (error) {
-          reject(this.#wrap(method, error, options, Date.now() >= deadline.getTime()));
+          reject(this.#wrap(method, error, options, now() >= deadline.getTime()));
         } else {
           resolve(response as CriMethods[M][1]);
         }

@@ -1,4 +1,5 @@
 // ContainerRuntime over a CRI runtime.v1 socket (containerd, CRI-O, cri-dockerd).
+import { runtimeContainerID } from '../../api/container-id.ts';
 import { CriClient, socketPath, type ContainerStatus, type CriContainerState } from './cri-client.ts';
 import { ContainerdExitStream } from './containerd-exits.ts';
 import { assertContainerId, assertTimeout, RuntimeCallError } from './errors.ts';
@@ -39,7 +40,7 @@ function nanos(value: string | number | undefined): bigint {
 export function fromCriStatus(status: ContainerStatus): RuntimeContainer {
   const state = STATES[status.state] ?? 'unknown';
   const container: RuntimeContainer = {
-    id: status.id,
+    id: runtimeContainerID(status.id),
     state,
     startedAtNs: nanos(status.startedAt),
     finishedAtNs: nanos(status.finishedAt),
@@ -179,10 +180,10 @@ export class CriRuntime implements ContainerRuntime {
     return Promise.all(
       containers.map(async (c): Promise<PodContainer> => {
         const state = STATES[c.state] ?? 'unknown';
-        const listed = { id: c.id, name: c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state };
+        const listed = { id: runtimeContainerID(c.id), name: c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state };
         if (state !== 'exited') return listed;
         // The exit code is only in the container's status; a container removed meanwhile has none.
-        const status = await this.status(c.id);
+        const status = await this.status(listed.id);
         return status?.exitCode === undefined ? listed : { ...listed, exitCode: status.exitCode };
       }),
     );

@@ -4,9 +4,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { parseContainerID } from './container-id.ts';
+import { parseContainerID } from '../../api/container-id.ts';
 import { CRI_SOCKETS, DiscoveredRuntimes, discoverRuntimes } from './discover.ts';
-import type { ContainerRuntime } from './types.ts';
+import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 
 describe('parseContainerID', () => {
   it('splits runtime and ID', () => {
@@ -20,7 +20,7 @@ describe('parseContainerID', () => {
 });
 
 describe('DiscoveredRuntimes.forContainer', () => {
-  const fake = (idPrefix: string) => ({ idPrefix, socket: `/run/${idPrefix}.sock` }) as unknown as ContainerRuntime;
+  const fake = (idPrefix: string) => fakeRuntime({ idPrefix, socket: `/run/${idPrefix}.sock` });
   const runtimes = new DiscoveredRuntimes([fake('containerd'), fake('docker')]);
   const picked = (containerID: string) => {
     const found = runtimes.forContainer(containerID);

@@ -4,8 +4,8 @@ import { stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { CriRuntime, type CriRuntimeOptions } from './cri.ts';
 import { DockerRuntime, type DockerRuntimeOptions } from './docker.ts';
-import type { ParsedContainerID } from './container-id.ts';
-import { parseContainerID } from './container-id.ts';
+import type { ParsedContainerID } from '../../api/container-id.ts';
+import { parseContainerID } from '../../api/container-id.ts';
 import type { ContainerRuntime } from './types.ts';
 
 /** CRI sockets, relative to the host's /var/run, in the order they are tried. */

@@ -1,7 +1,9 @@
 // ContainerRuntime over the Docker Engine API (dockerode), for docker:// containers on nodes
 // without a CRI socket.
+import { now } from '../../common/clock.ts';
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import { assertContainerId, assertSignalName, assertTimeout, RuntimeCallError } from './errors.ts';
 import { ownerFromLabels } from './owner.ts';
 import { EXEC_OUTPUT_BYTES, type ContainerRuntime, type RuntimeContainerState, type ExecResult, type RuntimeContainer, type RuntimeVersion } from './types.ts';
@@ -61,7 +63,7 @@ function dockerReason(state: Docker.ContainerInspectInfo['State'], kind: Runtime
 export function fromDockerInspect(info: Docker.ContainerInspectInfo): RuntimeContainer {
   const state = dockerState(info.State?.Status);
   const container: RuntimeContainer = {
-    id: info.Id,
+    id: runtimeContainerID(info.Id),
     state,
     startedAtNs: parseRfc3339Nano(info.State?.StartedAt),
     finishedAtNs: state === 'exited' ? parseRfc3339Nano(info.State?.FinishedAt) : 0n,
@@ -230,7 +232,7 @@ export class DockerRuntime implements ContainerRuntime {
     assertContainerId(id);
     assertTimeout(`Docker exec for container ${id} on ${this.socket}`, timeoutSeconds, 1);
     if (command.length === 0) throw new TypeError(`Docker exec for container ${id}: empty command`);
-    const deadline = Date.now() + timeoutSeconds * 1000;
+    const deadline = now() + timeoutSeconds * 1000;
     const container = this.#docker.getContainer(id);
     const exec = await this.#call('POST /containers/{id}/exec', this.#callTimeoutMs, id, (abortSignal) =>
       container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false, abortSignal }),
@@ -247,7 +249,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
         return { exitCode: info.ExitCode, ...output };
       }
-      if (Date.now() > deadline) {
+      if (now() > deadline) {
         throw new RuntimeCallError({
           protocol: 'Docker',
           socket: this.socket,
@@ -297,7 +299,7 @@ export class DockerRuntime implements ContainerRuntime {
           // The Engine API cannot kill an exec'd process: it may keep running in the container.
           finish(new ExecTimeoutError(`timed out after ${timeoutSeconds} s (the process may still run in the container)`));
         },
-        Math.max(0, deadline - Date.now()),
+        Math.max(0, deadline - now()),
       );
       this.#docker.modem.demuxStream(stream, sink(out), sink(err));
       stream.on('end', () => finish());

@@ -1,4 +1,5 @@
 // Errors from a container runtime call, saying which endpoint, which call and what failed.
+import { parseContainerID } from '../../api/container-id.ts';
 
 export interface RuntimeCallErrorInit {
   /** "CRI" or "Docker". */
@@ -54,7 +55,7 @@ const CONTAINER_ID = /^[0-9a-f]{64}$/;
  */
 export function assertContainerId(id: string): void {
   if (!CONTAINER_ID.test(id)) {
-    const hint = id.includes('://') ? ' (pass the bare ID, without the "<runtime>://" prefix)' : '';
+    const hint = parseContainerID(id) ? ' (pass the bare ID, without the "<runtime>://" prefix)' : '';
     throw new TypeError(`invalid container ID ${JSON.stringify(id)}: expected 64 hex digits${hint}`);
   }
 }

@@ -1,11 +1,11 @@
 // What the agent needs from a container runtime, whichever protocol reaches it (CRI or Docker).
+import type { RuntimeContainerID } from '../../api/container-id.ts';
 
 /** A container's state as the runtime reports it (the Pod status's state is another type). */
 export type RuntimeContainerState = 'created' | 'running' | 'exited' | 'unknown';
 
 export interface RuntimeContainer {
-  /** Bare ID, without the `<runtime>://` prefix. */
-  id: string;
+  id: RuntimeContainerID;
   state: RuntimeContainerState;
   /** Set once the container has exited. */
   exitCode?: number;
@@ -29,7 +29,7 @@ export interface ContainerOwner {
 
 /** One container kubelet created for a Pod; `attempt` is the Pod status's restartCount for it. */
 export interface PodContainer {
-  id: string;
+  id: RuntimeContainerID;
   name: string;
   attempt: number;
   state: RuntimeContainerState;
@@ -40,7 +40,7 @@ export interface PodContainer {
 export interface ExitWatchCallbacks {
   /** The runtime's own view (status, listings) may still show the container running for a moment. */
   /** exitedAtMs: when the runtime says the process exited (ms since the epoch), if it says. */
-  onExit: (containerId: string, exitCode: number, exitedAtMs?: number) => void;
+  onExit: (containerId: RuntimeContainerID, exitCode: number, exitedAtMs?: number) => void;
   onError: (error: Error, retryInMs: number) => void;
 }
 
@@ -69,16 +69,16 @@ export interface ContainerRuntime {
   readonly idPrefix: string;
   version(): Promise<RuntimeVersion>;
   /** The container's current state, or undefined when the runtime has no such container. */
-  status(id: string): Promise<RuntimeContainer | undefined>;
+  status(id: RuntimeContainerID): Promise<RuntimeContainer | undefined>;
   /**
    * The container's stop signal, then SIGKILL after `timeoutSeconds`; resolves once stopped.
    * `signal`: the Pod spec's `lifecycle.stopSignal` (e.g. "SIGUSR1"). A CRI runtime was given it
    * when kubelet created the container and uses it on its own; the Docker Engine is told it here.
    * Without one: the image's STOPSIGNAL, else SIGTERM.
    */
-  stop(id: string, timeoutSeconds: number, signal?: string): Promise<void>;
+  stop(id: RuntimeContainerID, timeoutSeconds: number, signal?: string): Promise<void>;
   /** Runs a command in the container, bounded by `timeoutSeconds`. */
-  exec(id: string, command: string[], timeoutSeconds: number): Promise<ExecResult>;
+  exec(id: RuntimeContainerID, command: string[], timeoutSeconds: number): Promise<ExecResult>;
   /**
    * Reports container exits as they happen, until close(); false when this runtime cannot. Lets the
    * agent act on a main container's exit before kubelet has noticed it.

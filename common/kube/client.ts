@@ -4,6 +4,7 @@
 // Every request names its sender (User-Agent), leaves only when the client-side rate limit lets it,
 // and an API server that is shedding load (429, or 503 with Retry-After) is given the time it asks
 // for before the same request is sent again.
+import { elapsedNow, now } from '../clock.ts';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
@@ -90,7 +91,7 @@ const DEFAULT_RETRY_AFTER_MS = 1_000;
  * The wait a Retry-After value asks for (delay-seconds or an HTTP date), within
  * 0..MAX_RETRY_AFTER_MS; undefined when there is none or it cannot be read.
  */
-export function retryAfterMs(value: string | undefined, nowMs = Date.now()): number | undefined {
+export function retryAfterMs(value: string | undefined, nowMs = now()): number | undefined {
   const text = value?.trim();
   if (!text) return undefined;
   let ms: number;
@@ -374,16 +375,16 @@ export class KubeClient implements KubeApi {
     const options: RequestOptions = { method, agent: this.agent, headers, signal: o.signal, timeout: o.timeoutMs };
     // Each request sent is told to onResponse once: its status, or 'error' (not when the caller aborted it).
     let told = false;
-    const sentAt = performance.now();
+    const sentAt = elapsedNow();
     const tell = (code: string) => {
-      if (!told) this.onResponse?.({ verb, resource, code, seconds: (performance.now() - sentAt) / 1000 });
+      if (!told) this.onResponse?.({ verb, resource, code, seconds: (elapsedNow() - sentAt) / 1000 });
       told = true;
     };
-    const sentAtMs = Date.now();
+    const sentAtMs = now();
     return new Promise((resolve, reject) => {
       const req = this.request(url, options, (res) => {
         tell(String(res.statusCode ?? 0));
-        this.clock?.observe(res.headers.date, sentAtMs, Date.now());
+        this.clock?.observe(res.headers.date, sentAtMs, now());
         resolve(res);
       });
       req.on('timeout', () => req.destroy(new KubeNoAnswerError(`${method} ${url.pathname}`, o.timeoutMs)));

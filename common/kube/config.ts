@@ -3,6 +3,7 @@
 // merges a KUBECONFIG list. Its user authenticates with client certificates, a token or a token file,
 // or a plugin (exec, auth-provider), whose tokens come from plugin-token.ts: only then is
 // @kubernetes/client-node loaded. Proxies: proxy.ts.
+import { now } from '../clock.ts';
 import { readFileSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, resolve } from 'node:path';
 import { load as parseYaml } from 'js-yaml';
@@ -50,10 +51,10 @@ function rereadEvery(file: string, everyMs: number): () => string {
   let token = '';
   let readAt = -Infinity;
   return () => {
-    const now = Date.now();
-    if (now - readAt >= everyMs) {
+    const nowMs = now();
+    if (nowMs - readAt >= everyMs) {
       token = readFileSync(file, 'utf8').trim();
-      readAt = now;
+      readAt = nowMs;
     }
     return token;
   };

@@ -2,6 +2,8 @@
 // --kube-api-burst): a token bucket that holds `burst` tokens and gains `qps` a second; each request
 // sent, each retry too, takes one. The API server's own fairness (API Priority and Fairness) still
 // applies; this only keeps one process that loops from sending more than its share in the first place.
+import type { Clock } from '../clock.ts';
+import { elapsedNow } from '../clock.ts';
 
 export interface ApiRateLimit {
   /** Tokens gained a second; not above 0: no limit (client-go's negative QPS). */
@@ -13,12 +15,12 @@ export interface ApiRateLimit {
 export class TokenBucket {
   private readonly qps: number;
   private readonly burst: number;
-  private readonly now: () => number;
+  private readonly now: Clock;
   /** Below 0 while requests wait: they are owed tokens, first come first served. */
   private tokens: number;
   private lastMs: number;
 
-  constructor(limit: ApiRateLimit, now: () => number = () => performance.now()) {
+  constructor(limit: ApiRateLimit, now: Clock = elapsedNow) {
     if (!(limit.qps > 0) || !Number.isFinite(limit.qps)) throw new Error(`a token bucket needs a positive rate, got ${limit.qps}`);
     if (!Number.isInteger(limit.burst) || limit.burst < 1) throw new Error(`a token bucket holds at least 1 token, got ${limit.burst}`);
     this.qps = limit.qps;

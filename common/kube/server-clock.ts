@@ -7,6 +7,8 @@
 // Each answer bounds the offset (server minus local) to [date - received, date + 1 s - sent]; the
 // bounds of successive answers are intersected, which narrows the offset to well under a second
 // while the clocks keep their offset; answers that contradict it (a clock stepped) start over.
+import type { Clock } from '../clock.ts';
+import { now } from '../clock.ts';
 
 /** Offsets this small are taken as none: within what one answer can tell. */
 const NEGLIGIBLE_MS = 1_000;
@@ -15,9 +17,9 @@ export class ServerClock {
   #lo = -Infinity;
   #hi = Infinity;
   #offsetMs = 0;
-  readonly #localNow: () => number;
+  readonly #localNow: Clock;
 
-  constructor(localNow: () => number = Date.now) {
+  constructor(localNow: Clock = now) {
     this.#localNow = localNow;
   }
 

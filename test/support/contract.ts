@@ -6,6 +6,8 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { discoverRuntimes } from '../../agent/runtime/discover.ts';
 import { RuntimeCallError } from '../../agent/runtime/errors.ts';
 import { EXEC_OUTPUT_BYTES, type RuntimeContainer } from '../../agent/runtime/types.ts';
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import type { RuntimeFixture } from './fixtures.ts';
 
 /** Marks the container ready once its TERM disposition is in place: a stop before that would race. */
@@ -22,7 +24,7 @@ export const SCRIPTS = {
 const elapsedMs = (start: number) => Date.now() - start;
 
 /** Runs a script and waits until it marked itself ready (READY): its traps are in place. */
-export async function startReady({ runtime, run }: RuntimeFixture, script: string): Promise<string> {
+export async function startReady({ runtime, run }: RuntimeFixture, script: string): Promise<RuntimeContainerID> {
   const id = await run(script);
   const until = Date.now() + 30_000;
   for (;;) {
@@ -50,7 +52,7 @@ export function runtimeContract(title: string, setup: () => Promise<RuntimeFixtu
 
     const start = (script: string) => startReady(fixture(), script);
 
-    async function exited(id: string): Promise<RuntimeContainer> {
+    async function exited(id: RuntimeContainerID): Promise<RuntimeContainer> {
       const status = await fixture().runtime.status(id);
       assert.ok(status, `status of ${id}`);
       assert.equal(status.state, 'exited');
@@ -86,14 +88,15 @@ export function runtimeContract(title: string, setup: () => Promise<RuntimeFixtu
 
     it('status() of an unknown container is undefined; malformed IDs are refused', async () => {
       const { runtime, runtimeName } = fixture();
-      assert.equal(await runtime.status(randomBytes(32).toString('hex')), undefined);
-      await assert.rejects(runtime.status('abc'), TypeError);
-      await assert.rejects(runtime.status(`${runtimeName}://${randomBytes(32).toString('hex')}`), /bare ID/);
+      // IDs the types let through only as a runtime's own: what the runtime's guards see.
+      assert.equal(await runtime.status(runtimeContainerID(randomBytes(32).toString('hex'))), undefined);
+      await assert.rejects(runtime.status(runtimeContainerID('abc')), TypeError);
+      await assert.rejects(runtime.status(runtimeContainerID(`${runtimeName}://${randomBytes(32).toString('hex')}`)), /bare ID/);
     });
 
     it('stop() of an unknown container fails, saying so', async () => {
       const { runtime, socket } = fixture();
-      const id = randomBytes(32).toString('hex');
+      const id = runtimeContainerID(randomBytes(32).toString('hex'));
       await assert.rejects(runtime.stop(id, 1), (error: unknown) => {
         assert.ok(error instanceof RuntimeCallError);
         assert.equal(error.notFound, true);

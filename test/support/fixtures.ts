@@ -5,6 +5,8 @@ import Docker from 'dockerode';
 import { CriClient, type PodSandboxConfig } from '../../agent/runtime/cri-client.ts';
 import { CriRuntime } from '../../agent/runtime/cri.ts';
 import { DockerRuntime } from '../../agent/runtime/docker.ts';
+import type { RuntimeContainerID } from '../../api/container-id.ts';
+import { runtimeContainerID } from '../../api/container-id.ts';
 import type { ContainerRuntime } from '../../agent/runtime/types.ts';
 import { startContainerd, type ContainerdBuild } from './containerd.ts';
 import { startDockerd } from './dockerd.ts';
@@ -18,7 +20,7 @@ export interface RuntimeFixture {
   socket: string;
   hostRunDir: string;
   /** Creates and starts a busybox container running `sh -c script`; resolves with its bare ID. */
-  run(script: string): Promise<string>;
+  run(script: string): Promise<RuntimeContainerID>;
   /** Exit code as the daemon reports it, read without the code under test. */
   rawExitCode(id: string): Promise<number | undefined>;
   close(): Promise<void>;
@@ -74,7 +76,7 @@ export async function containerdFixture(build?: ContainerdBuild): Promise<Runtim
           { timeoutMs: 60_000 },
         );
         await client.call('StartContainer', { containerId }, { timeoutMs: 60_000, containerId });
-        return containerId;
+        return runtimeContainerID(containerId);
       },
       async rawExitCode(id) {
         const { status } = await client.call('ContainerStatus', { containerId: id }, { timeoutMs: 10_000 });
@@ -107,7 +109,7 @@ export async function dockerFixture(): Promise<RuntimeFixture> {
           HostConfig: { NetworkMode: 'none' },
         });
         await container.start();
-        return container.id;
+        return runtimeContainerID(container.id);
       },
       async rawExitCode(id) {
         const info = await docker.getContainer(id).inspect();
