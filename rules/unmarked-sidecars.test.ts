@@ -70,6 +70,7 @@ describe('R52: a Pod held open by a well-known sidecar nobody marked', () => {
     const [event] = decision.events;
     assert.match(event!.message, /"istio-proxy" \(Istio's proxy\) still running after every other container finished/);
     assert.match(event!.message, new RegExp(`Pod annotation ${ANNOTATION_SIDECARS}`));
+    assert.match(event!.message, /To stop "istio-proxy" after the other sidecars \(which may send through it\), name it in sidecar-terminator\.dev\/stop-last too\./);
   });
 
   it('decide: once the sidecar is marked (the annotation added to the running Pod), a request stops it', () => {

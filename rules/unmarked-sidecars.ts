@@ -1,7 +1,7 @@
 // Pods held open by a sidecar nobody marked (R52): the containers that injectors add to Pods whose
 // authors never see them. Such a Pod is no business of ours to stop; saying that it is stuck, and
 // how to release it, is what shows a platform team its Jobs piling up.
-import { ANNOTATION_SIDECARS, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_SIDECARS, ANNOTATION_STOP_LAST, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
 import { mainsDone } from './main-done.ts';
@@ -17,11 +17,13 @@ export interface WellKnownSidecar {
   names: readonly string[];
   /** Repository paths without the registry, matched at the end of the image's repository. */
   repositories: readonly string[];
+  /** A network proxy the other sidecars may send through: best stopped last (R53). */
+  proxy?: boolean;
 }
 
 export const WELL_KNOWN_SIDECARS: readonly WellKnownSidecar[] = [
-  { id: 'istio', title: 'Istio\'s proxy', names: ['istio-proxy'], repositories: ['istio/proxyv2', 'istio-release/proxyv2'] },
-  { id: 'linkerd', title: 'Linkerd\'s proxy', names: ['linkerd-proxy'], repositories: ['linkerd/proxy'] },
+  { id: 'istio', title: 'Istio\'s proxy', names: ['istio-proxy'], repositories: ['istio/proxyv2', 'istio-release/proxyv2'], proxy: true },
+  { id: 'linkerd', title: 'Linkerd\'s proxy', names: ['linkerd-proxy'], repositories: ['linkerd/proxy'], proxy: true },
   { id: 'vault', title: 'the Vault agent', names: ['vault-agent'], repositories: [] },
   { id: 'dapr', title: 'the Dapr sidecar', names: ['daprd'], repositories: ['daprio/daprd'] },
   {
@@ -75,8 +77,10 @@ export function mayBeHeldByUnmarkedSidecar(pod: PodProjection): boolean {
 export function unmarkedHoldersWarning(holders: readonly UnmarkedHolder[]): DecisionEvent {
   const names = holders.map((h) => h.container);
   const what = [...new Set(holders.map((h) => h.sidecar.title))].join(', ');
+  const proxies = holders.filter((h) => h.sidecar.proxy).map((h) => h.container);
   const message = `${quoteList(names)} (${what}) still running after every other container finished, and nothing marks ` +
     `${names.length === 1 ? 'it' : 'them'} as a sidecar: the Pod stays Running and its Job does not complete. Mark ` +
-    `${names.length === 1 ? 'it' : 'them'}: ${ENV_TERMINATE_WHEN_JOB_EXIT}=true in the env, or the Pod annotation ${ANNOTATION_SIDECARS}.`;
+    `${names.length === 1 ? 'it' : 'them'}: ${ENV_TERMINATE_WHEN_JOB_EXIT}=true in the env, or the Pod annotation ${ANNOTATION_SIDECARS}.` +
+    (proxies.length > 0 ? ` To stop ${quoteList(proxies)} after the other sidecars (which may send through ${proxies.length === 1 ? 'it' : 'them'}), name ${proxies.length === 1 ? 'it' : 'them'} in ${ANNOTATION_STOP_LAST} too.` : '');
   return warning(EVENT_REASONS.unmarkedSidecarHoldsPod, `${EVENT_REASONS.unmarkedSidecarHoldsPod}/${names.join(',')}`, message);
 }
