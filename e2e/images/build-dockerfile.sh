@@ -12,7 +12,7 @@
 # The build's `npm ci` fetches from the npm registry (host network). Writes
 #   OUT_DIR/sidecar-terminator-docker.tar  `docker save` of IMAGE (default
 #                                          sidecar-terminator.local/sidecar-terminator:VERSION)
-# and prints the image's size and the build's seconds. The Engine (Debian's docker.io) runs in a temp
+# runs the image's --version, and prints its size, its package count and the build's seconds. The Engine (Debian's docker.io) runs in a temp
 # directory with its own containerd and is removed afterwards.
 # Usage: build-dockerfile.sh OUT_DIR
 set -euo pipefail
@@ -95,15 +95,14 @@ DOCKER_BUILDKIT=1 docker build --network host --progress plain ${commit:+--build
   -t "$image" "$repo" >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; echo "build-dockerfile.sh: docker build failed" >&2; exit 1; }
 build_done=$SECONDS
 docker save -o "$out/sidecar-terminator-docker.tar" "$image"
-# The image's /app, for tests that load its node_modules (test/docker-image-modules.test.ts).
-rm -rf "$out/app"
+# The image's node_modules, to count its packages.
 container=$(docker create "$image")
-docker cp "$container:/app" "$out/app"
+docker cp "$container:/app/node_modules" "$work/node_modules"
 docker rm "$container" >/dev/null
 # It runs: Node starts the bundle, which reports its version and commit.
 docker run --rm --network none "$image" --version
 size=$(docker image inspect -f '{{.Size}}' "$image")
-packages=$(find "$out/app/node_modules" -name package.json -regextype egrep -regex '.*/node_modules/(@[^/]+/)?[^/@]+/package.json' | wc -l)
+packages=$(find "$work/node_modules" -name package.json -regextype egrep -regex '.*/node_modules/(@[^/]+/)?[^/@]+/package.json' | wc -l)
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
-echo "built $image with docker build: $(mib "$size"), $packages packages in /app/node_modules ($(mib "$(du -sb "$out/app/node_modules" | cut -f1)")); bases $((bases_done - started)) s, docker build $((build_done - bases_done)) s"
-echo "  $out/sidecar-terminator-docker.tar ($(mib "$(stat -c %s "$out/sidecar-terminator-docker.tar")")), its /app in $out/app"
+echo "built $image with docker build: $(mib "$size"), $packages packages in /app/node_modules ($(mib "$(du -sb "$work/node_modules" | cut -f1)")); bases $((bases_done - started)) s, docker build $((build_done - bases_done)) s"
+echo "  $out/sidecar-terminator-docker.tar ($(mib "$(stat -c %s "$out/sidecar-terminator-docker.tar")"))"
