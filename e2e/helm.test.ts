@@ -51,8 +51,6 @@ const PREFIX = 'st';
 const HELM_AGENT = `${PREFIX}-agent`;
 const HELM_CONTROLLER = `${PREFIX}-controller`;
 const LEASE = CONTROLLER;
-/** The image the kustomize base names; the chart has no default repository. */
-const REPOSITORY = 'ghcr.io/sidecar-terminator/sidecar-terminator';
 const versions = parseEnvFile(readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8'));
 
 type Obj = {
@@ -90,11 +88,11 @@ function parseAll(text: string): Obj[] {
 }
 
 /**
- * `helm template` of the chart as release sidecar-terminator, in `namespace`, with the base's image
- * repository, as for a 1.30+ cluster (the policy API served).
+ * `helm template` of the chart as release sidecar-terminator, in `namespace`, with its default image
+ * (the released one, as the base names it), as for a 1.30+ cluster (the policy API served).
  */
 function template(namespace: string, ...args: string[]): Obj[] {
-  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, ...args));
+  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--api-versions', VAP_API, ...args));
 }
 
 const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
@@ -229,7 +227,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       for (const s of (o as { subjects?: { kind: string; namespace?: string }[] }).subjects ?? []) assert.equal(s.namespace, RELEASE_NAMESPACE, `${key(o)} subject`);
     }
     // Nothing names the kustomize namespace any more (object names keep the project's name).
-    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     const left = text.split('\n').filter((l) => /namespace[:=\s\\"]+sidecar-terminator\b(?![-.])|-n sidecar-terminator\b/.test(l));
     assert.deepEqual(left, []);
@@ -399,9 +397,9 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.equal(firstContainer(whole).volumeMounts?.find((m) => m.name === 'host-run')?.mountPath, '/host/var/run');
   });
 
-  it('refuses what cannot work: no image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
-    assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API), /image.repository is required: where you pushed the sidecar-terminator image/);
-    assert.throws(() => helm('template', RELEASE, CHART, '--set', `image.repository=${REPOSITORY}`), /admissionPolicies.enabled: this API server does not serve/);
+  it('refuses what cannot work: an empty image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
+    assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API, '--set', 'image.repository='), /image.repository is empty: leave it unset for the released image/);
+    assert.throws(() => helm('template', RELEASE, CHART), /admissionPolicies.enabled: this API server does not serve/);
     assert.throws(() => template(NAMESPACE, '--set', 'agent.runtime=rkt'), /runtime/);
     assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
     assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
@@ -411,7 +409,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
 
   it('passes helm lint --strict, with the defaults and with the values the cluster test uses (lint cannot be given the policy API)', () => {
     const noPolicyApi = ['--set', 'admissionPolicies.enabled=false'];
-    helm('lint', '--strict', CHART, '--set', `image.repository=${REPOSITORY}`, ...noPolicyApi);
+    helm('lint', '--strict', CHART, ...noPolicyApi);
     helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'), ...noPolicyApi);
   });
 });
