@@ -47,7 +47,7 @@ stop_dockerd() {
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   fi
   # What dockerd leaves mounted under its data root (overlay layers, its containerd's shm).
-  grep -o " $work/[^ ]*" /proc/mounts | sort -r | while read -r mount; do umount -l "$mount" 2>/dev/null || true; done
+  { grep -o " $work/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do umount -l "$mount" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap stop_dockerd EXIT
