@@ -37,6 +37,9 @@ out=$(cd "$out" && pwd)
 started=$SECONDS
 
 work=$(mktemp -d /tmp/st-docker-build-XXXXXX)
+# dockerd makes /run/docker/plugins whatever its --exec-root: removed after unless it was there.
+run_docker_existed=0
+[ ! -e /run/docker ] || run_docker_existed=1
 socket="$work/docker.sock"
 docker() { DOCKER_CONFIG="$work/cli" "$docker_cli" -H "unix://$socket" "$@"; }
 stop_dockerd() {
@@ -49,6 +52,7 @@ stop_dockerd() {
   # What dockerd leaves mounted under its data root (overlay layers, its containerd's shm).
   { grep -o " $work/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do umount -l "$mount" 2>/dev/null || true; done
   rm -rf "$work"
+  [ "$run_docker_existed" = 1 ] || rmdir /run/docker/plugins /run/docker 2>/dev/null || true
 }
 trap stop_dockerd EXIT
 
@@ -70,7 +74,7 @@ sed -i 's|:/sbin/nologin$|:/bin/sh|' "$bases/node/etc/passwd"
 # This machine's trust store, which Node takes beside its own CAs: npm ci then reaches the registry
 # wherever the host does (behind a TLS-inspecting proxy too).
 mkdir -p "$bases/node/etc/ssl/certs"
-cp /etc/ssl/certs/ca-certificates.crt "$bases/node/etc/ssl/certs/"
+[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt "$bases/node/etc/ssl/certs/"
 node_runtime "$bases/distroless" "$node_bin"
 for base in node distroless; do
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$bases/$base.tar" -C "$bases/$base" .
@@ -102,7 +106,10 @@ docker rm "$container" >/dev/null
 # It runs: Node starts the bundle, which reports its version and commit.
 docker run --rm --network none "$image" --version
 size=$(docker image inspect -f '{{.Size}}' "$image")
-packages=$(find "$work/node_modules" -name package.json -regextype egrep -regex '.*/node_modules/(@[^/]+/)?[^/@]+/package.json' | wc -l)
+manifests=$(find "$work/node_modules" -name package.json -regextype egrep -regex '.*/node_modules/(@[^/]+/)?[^/@]+/package.json')
+packages=$(wc -l <<<"$manifests")
+# scripts/runtime-modules.ts STAND_IN_VERSION
+stand_ins=$(xargs grep -l '"version": "0.0.0-left-out"' <<<"$manifests" | wc -l)
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
-echo "built $image with docker build: $(mib "$size"), $packages packages in /app/node_modules ($(mib "$(du -sb "$work/node_modules" | cut -f1)")); bases $((bases_done - started)) s, docker build $((build_done - bases_done)) s"
+echo "built $image with docker build: $(mib "$size"), $packages packages ($stand_ins of them stand-ins) in /app/node_modules ($(mib "$(du -sb "$work/node_modules" | cut -f1)")); bases $((bases_done - started)) s, docker build $((build_done - bases_done)) s"
 echo "  $out/sidecar-terminator-docker.tar ($(mib "$(stat -c %s "$out/sidecar-terminator-docker.tar")"))"
