@@ -5,8 +5,9 @@
 #   IMAGE=REGISTRY/sidecar-terminator TAG=0.1.0 npm run image
 # or for this machine only: docker build -t REGISTRY/sidecar-terminator:TAG . (BuildKit, Docker's
 # default builder since 23.0). The quick-exit image for virtual nodes is images/quick-exit/Dockerfile.
-# Without a registry or Docker, e2e/images/build-project-image.sh builds the same contents offline
-# as an OCI archive.
+# Where no registry is reachable, e2e/images/build-dockerfile.sh builds this file with docker build on
+# bases assembled locally (CI and npm run release do); without Docker,
+# e2e/images/build-project-image.sh builds the same contents offline as an OCI archive.
 
 # ---- build: bundle the TypeScript (scripts/build.ts), then gather the packages the bundle imports ----
 # On the build machine's own platform whatever the target: the bundle is JavaScript and the packages

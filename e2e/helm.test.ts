@@ -4,12 +4,15 @@
 //   object, field by field, but for the differences docs/deploy.md lists ("Helm chart"): on 1.30+
 //   (manifests/default) and on 1.27 to 1.29 (manifests/base), with the optional monitoring objects,
 //   in another namespace, and with every value changed (the flags parsed by the programs' own parsers);
-// - packaged with `helm package` (version and appVersion the project's), on the cluster: lint,
-//   install of the package into namespace st-helm with name overrides (the Pods carry the release's
+// - from the release directory `npm run release` writes (ST_RELEASE_DIR, or made here once), on the
+//   cluster: its checksums verify, its chart package (version and appVersion the project's) installs
+//   with the chart's default image, the release's own image archive imported into the nodes'
+//   containerd and nothing else built; lint, install into namespace st-helm with name overrides (the Pods carry the release's
 //   labels, and the controller replicas' spread rule and disruption budget select them by those;
 //   the agent mounting only the runtime's socket), a Job with a sidecar completes, an upgrade that changes flags and a setting rolls both workloads
 //   and the next Job's request shows the new setting, an upgrade that keeps the agent off the node
-//   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R22),
+//   and names it with controller.agentlessNodeSelector: a Job finishes through the image swap (R22)
+//   to the release's quick-exit image,
 //   uninstall leaves nothing behind but the CRD (kept on purpose).
 // The rest of the suite runs the kubectl deployment of e2e/support/deploy.ts in namespace
 // sidecar-terminator: it is removed first (all but the CRD, which the release adopts), so that no
@@ -26,9 +29,10 @@ import type { V1Container, V1DaemonSet, V1Deployment, V1PodSpec } from '@kuberne
 import { parseAgentConfig } from '../agent/config.ts';
 import { parseControllerConfig } from '../crr/config.ts';
 import { CRI_SOCKETS, DOCKER_SOCKET } from '../agent/runtime/discover.ts';
+import { RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, parseEnvFile, versionFeatures } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT, CONTROLLER, NAMESPACE, ctr, deployProject, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { container, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -51,8 +55,6 @@ const PREFIX = 'st';
 const HELM_AGENT = `${PREFIX}-agent`;
 const HELM_CONTROLLER = `${PREFIX}-controller`;
 const LEASE = CONTROLLER;
-/** The image the kustomize base names; the chart has no default repository. */
-const REPOSITORY = 'ghcr.io/sidecar-terminator/sidecar-terminator';
 const versions = parseEnvFile(readFileSync(join(ROOT, 'e2e/cluster/versions.env'), 'utf8'));
 
 type Obj = {
@@ -90,11 +92,11 @@ function parseAll(text: string): Obj[] {
 }
 
 /**
- * `helm template` of the chart as release sidecar-terminator, in `namespace`, with the base's image
- * repository, as for a 1.30+ cluster (the policy API served).
+ * `helm template` of the chart as release sidecar-terminator, in `namespace`, with its default image
+ * (the released one, as the base names it), as for a 1.30+ cluster (the policy API served).
  */
 function template(namespace: string, ...args: string[]): Obj[] {
-  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, ...args));
+  return parseAll(helm('template', RELEASE, CHART, '--namespace', namespace, '--api-versions', VAP_API, ...args));
 }
 
 const key = (o: Obj) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
@@ -106,6 +108,35 @@ const find = (objs: Obj[], kind: string, name: string) => {
 };
 const podSpec = (o: Obj) => (o as unknown as V1DaemonSet | V1Deployment).spec!.template.spec as V1PodSpec;
 const firstContainer = (o: Obj) => podSpec(o).containers[0] as V1Container;
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+interface ReleaseFiles { dir: string; chart: string; image: string; quickExit: string }
+let releaseDir: string | undefined;
+/**
+ * The files of the release directory: ST_RELEASE_DIR (CI makes it while the unit tests run), or
+ * one `npm run release` writes here, once per process (a minute or two).
+ */
+function releaseFiles(): ReleaseFiles {
+  if (!releaseDir) {
+    releaseDir = process.env.ST_RELEASE_DIR;
+    if (!releaseDir) {
+      releaseDir = mkdtempSync(join(tmpdir(), 'st-release-'));
+      const made = releaseDir;
+      process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+      execFileSync('bash', [join(ROOT, 'scripts/release.sh'), releaseDir], { stdio: ['ignore', 'inherit', 'inherit'], timeout: 15 * 60_000 });
+    }
+  }
+  const arch = { x64: 'amd64', arm64: 'arm64' }[process.arch as string];
+  const files = {
+    dir: releaseDir,
+    chart: join(releaseDir, `sidecar-terminator-${VERSION}.tgz`),
+    image: join(releaseDir, `sidecar-terminator-${VERSION}-linux-${arch}.tar`),
+    quickExit: join(releaseDir, `quick-exit-${VERSION}-linux-${arch}.tar`),
+  };
+  for (const file of [files.chart, files.image, files.quickExit]) assert.ok(existsSync(file), `the release has ${file}`);
+  return files;
+}
 
 const chartYaml = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
 
@@ -229,7 +260,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
       for (const s of (o as { subjects?: { kind: string; namespace?: string }[] }).subjects ?? []) assert.equal(s.namespace, RELEASE_NAMESPACE, `${key(o)} subject`);
     }
     // Nothing names the kustomize namespace any more (object names keep the project's name).
-    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--set', `image.repository=${REPOSITORY}`, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
+    const text = helm('template', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--api-versions', VAP_API, '--set', 'metrics.serviceMonitor.enabled=true',
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true');
     const left = text.split('\n').filter((l) => /namespace[:=\s\\"]+sidecar-terminator\b(?![-.])|-n sidecar-terminator\b/.test(l));
     assert.deepEqual(left, []);
@@ -399,9 +430,9 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.equal(firstContainer(whole).volumeMounts?.find((m) => m.name === 'host-run')?.mountPath, '/host/var/run');
   });
 
-  it('refuses what cannot work: no image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
-    assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API), /image.repository is required: where you pushed the sidecar-terminator image/);
-    assert.throws(() => helm('template', RELEASE, CHART, '--set', `image.repository=${REPOSITORY}`), /admissionPolicies.enabled: this API server does not serve/);
+  it('refuses what cannot work: an empty image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
+    assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API, '--set', 'image.repository='), /image.repository is empty: leave it unset for the released image/);
+    assert.throws(() => helm('template', RELEASE, CHART), /admissionPolicies.enabled: this API server does not serve/);
     assert.throws(() => template(NAMESPACE, '--set', 'agent.runtime=rkt'), /runtime/);
     assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
     assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
@@ -411,7 +442,7 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
 
   it('passes helm lint --strict, with the defaults and with the values the cluster test uses (lint cannot be given the policy API)', () => {
     const noPolicyApi = ['--set', 'admissionPolicies.enabled=false'];
-    helm('lint', '--strict', CHART, '--set', `image.repository=${REPOSITORY}`, ...noPolicyApi);
+    helm('lint', '--strict', CHART, ...noPolicyApi);
     helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'), ...noPolicyApi);
   });
 });
@@ -425,10 +456,6 @@ function clusterValues(dir = clusterEnv().clusterDir, extra: Record<string, stri
     nameOverride: NAME_OVERRIDE,
     fullnameOverride: PREFIX,
     'admissionPolicies.enabled': String(versionFeatures().admissionPolicies),
-    // The offline image deployProject() imports into the node's containerd.
-    'image.repository': 'sidecar-terminator.local/sidecar-terminator',
-    'image.tag': 'dev',
-    'image.pullPolicy': 'Never',
     // The cluster's containerd socket lives in its state directory, not the host's /run.
     'agent.runtimeSocketHostPath': `${dir}/containerd/containerd.sock`,
     'settings.sidecarStartTimeoutSeconds': '15',
@@ -562,21 +589,17 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     await deployProject();
   });
 
-  it('packages the chart (version and appVersion the project\'s) and installs the package into its own namespace; the agent and the controller become ready', async () => {
+  it('installs the release\'s chart package (version and appVersion the project\'s) into its own namespace, with its default image from the release\'s archive; the agent and the controller become ready', async () => {
     const features = versionFeatures();
-    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-    const packageDir = mkdtempSync(join(tmpdir(), 'st-helm-package-'));
-    try {
-      helm('package', CHART, '--destination', packageDir);
-      const packaged = join(packageDir, `${chartYaml.name}-${version}.tgz`);
-      assert.ok(existsSync(packaged), `helm package wrote ${packaged}`);
-      const shown = parseYaml(helm('show', 'chart', packaged)) as { version: string; appVersion: string };
-      assert.deepEqual([shown.version, shown.appVersion], [version, version]);
-      installed = true; // from here on, after() uninstalls whatever an install left
-      helmOnCluster('install', RELEASE, packaged, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
-    } finally {
-      rmSync(packageDir, { recursive: true, force: true });
+    const release = releaseFiles();
+    execFileSync('sha256sum', ['--check', '--strict', '--quiet', 'SHA256SUMS'], { cwd: release.dir, stdio: ['ignore', 'inherit', 'inherit'] });
+    const shown = parseYaml(helm('show', 'chart', release.chart)) as { version: string; appVersion: string };
+    assert.deepEqual([shown.version, shown.appVersion], [VERSION, VERSION]);
+    for (const socket of clusterEnv().containerdSockets) {
+      for (const archive of [release.image, release.quickExit]) ctr(['images', 'import', archive], socket);
     }
+    installed = true; // from here on, after() uninstalls whatever an install left
+    helmOnCluster('install', RELEASE, release.chart, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
     rolledOut();
     await leaderHeld();
     const status = JSON.parse(helmOnCluster('status', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { info: { status: string }; version: number };
@@ -606,6 +629,7 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     const [agentPod] = await runningPods('agent');
     assert.equal(agentPod?.spec?.priorityClassName, 'system-node-critical');
     kubectl('-n', RELEASE_NAMESPACE, 'get', 'resourcequota', `${PREFIX}-agent-priority`);
+    assert.equal(agentPod?.spec?.containers[0]?.image, `ghcr.io/sidecar-terminator/sidecar-terminator:${VERSION}`);
     // The runtime's socket alone is mounted, not the directory it lives in.
     assert.deepEqual(agentPod?.spec?.volumes?.filter((v) => v.hostPath).map((v) => ({ ...v.hostPath })),
       [{ path: `${clusterEnv().clusterDir}/containerd/containerd.sock`, type: 'Socket' }]);
@@ -622,7 +646,7 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       agent: await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: HELM_AGENT }),
       controller: await apps.readNamespacedDeployment({ namespace: RELEASE_NAMESPACE, name: HELM_CONTROLLER }),
     };
-    helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE,
+    helmOnCluster('upgrade', RELEASE, releaseFiles().chart, '--namespace', RELEASE_NAMESPACE,
       ...clusterValues(undefined, { 'agent.workers': '8', 'controller.workers': '8', 'settings.requestTTLSeconds': '900' }), '--wait', '--timeout', '5m');
     rolledOut();
     const agent = await apps.readNamespacedDaemonSet({ namespace: RELEASE_NAMESPACE, name: HELM_AGENT });
@@ -645,15 +669,16 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     const label = 'sidecar-terminator.dev/e2e-agentless';
     kubectl('label', 'node', node, `${label}=true`, '--overwrite');
     try {
-      helmOnCluster('upgrade', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues(),
+      helmOnCluster('upgrade', RELEASE, releaseFiles().chart, '--namespace', RELEASE_NAMESPACE, ...clusterValues(),
         '--set-json', `agent.nodeSelector=${JSON.stringify({ 'kubernetes.io/os': 'linux', 'sidecar-terminator.dev/e2e-no-agent': 'true' })}`,
         '--set-string', `controller.agentlessNodeSelector=${label}=true`,
-        '--set-json', 'controller.agentlessSwapImages=["sidecar-terminator.local/quick-exit"]', '--wait', '--timeout', '5m');
+        '--wait', '--timeout', '5m');
       rolledOut();
       await waitFor(async () => (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: 'app.kubernetes.io/component=agent' })).items.length === 0,
         { description: `no agent Pod left in ${RELEASE_NAMESPACE}`, timeoutMs: 120_000 });
       await leaderHeld();
-      const quickExit = 'sidecar-terminator.local/quick-exit:1';
+      // The release's, which the controller swaps in by default.
+      const quickExit = `${RELEASED_QUICK_EXIT_IMAGE}:${VERSION}`;
       await jobs.runJob(namespace!, 'agentless', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'),
         container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK, { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: quickExit }] })] });
       const { type } = await jobs.finishedJob(namespace!, 'agentless');

@@ -5,14 +5,14 @@
 //   METAFILE  esbuild's metafile of the bundle: `npm run build -- OUT METAFILE` writes it; the
 //             external packages are the bare imports of the bundle that are not Node built-ins.
 // What is followed from each package: its dependencies and its required peer dependencies. Not its
-// optional dependencies: here they are native add-ons (ssh2's cpu-features and nan) built only by
-// install scripts, which the image build does not run, and their packages fall back without them.
+// optional dependencies (native add-ons built only by install scripts, which the image build does
+// not run), and not the packages of NEVER_LOADED: each of those gets a stand-in package instead.
 // Of each package, the files Node never loads are left out: TypeScript (declarations and sources;
 // Node does not strip types under node_modules) and source maps of the packages' own builds.
 // Fails, naming the package, when an external is not a production dependency of the project, when a
 // package is missing or at another version than the lockfile's, or when a package is made for one
 // OS or CPU only (the image's node_modules is built once, on the build machine, for every platform).
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 
@@ -55,6 +55,23 @@ function packageName(specifier: string): string {
  */
 export const OUTSIDE_CLUSTER_ONLY: readonly string[] = ['@kubernetes/client-node'];
 
+/**
+ * Packages of the closure that the image never runs, each with the reason, and stand-in packages
+ * in their place. dockerode serves the agent's few Engine calls over the node's unix socket; its
+ * SSH transport (docker-modem, for an ssh:// DOCKER_HOST) and its image builds (BuildKit sessions
+ * over a second grpc-js, build contexts packed with tar-fs) never run, yet their modules require
+ * these packages when they load. A stand-in loads, and throws an error naming the package and the
+ * reason when used; the packages' own dependencies are not followed.
+ */
+export const NEVER_LOADED: Readonly<Record<string, string>> = {
+  ssh2: 'Docker over SSH (an ssh:// DOCKER_HOST) is not supported: the agent reaches the Docker Engine by its unix socket',
+  '@grpc/grpc-js': "dockerode's image builds (BuildKit sessions) are not used: the bundle has its own grpc-js",
+  '@grpc/proto-loader': "dockerode's image builds (BuildKit sessions) are not used",
+  protobufjs: "dockerode's image builds (BuildKit progress) are not used",
+  'tar-fs': "dockerode's image builds (build contexts) are not used",
+  '@balena/dockerignore': "dockerode's image builds (build contexts) are not used",
+};
+
 /** The packages the bundle imports at run time from node_modules, sorted. */
 export function externalPackages(metafile: Metafile): string[] {
   const names = new Set<string>();
@@ -76,15 +93,24 @@ function resolve(lock: Lockfile, from: string, name: string): string | undefined
   }
 }
 
+/** What the image's node_modules holds, by lockfile path (`node_modules/a`, `node_modules/a/node_modules/b`, ...), sorted. */
+export interface RuntimeModules {
+  /** The packages copied. */
+  packages: string[];
+  /** The packages of `neverLoaded` needed by them, as stand-ins. */
+  standIns: string[];
+}
+
 /**
- * The lockfile paths (`node_modules/a`, `node_modules/a/node_modules/b`, ...) of `roots` and of
- * everything they need at run time, sorted. Throws when a root is not a production dependency of
- * the project, or a needed package is absent from the lockfile or platform-specific.
+ * `roots` and everything they need at run time, but the packages named in `neverLoaded` (stand-ins,
+ * not followed). Throws when a root is not a production dependency of the project, or a needed
+ * package is absent from the lockfile or platform-specific.
  */
-export function runtimeClosure(lock: Lockfile, roots: string[]): string[] {
+export function runtimeClosure(lock: Lockfile, roots: string[], neverLoaded: Readonly<Record<string, string>> = {}): RuntimeModules {
   if (lock.lockfileVersion < 2) throw new Error(`package-lock.json version ${lock.lockfileVersion}: version 2 or later is needed`);
   const project = lock.packages[''] ?? {};
   const found = new Set<string>();
+  const standIns = new Set<string>();
   const queue: { from: string; name: string; by: string }[] = [];
   for (const name of roots) {
     if (!project.dependencies?.[name]) {
@@ -97,7 +123,11 @@ export function runtimeClosure(lock: Lockfile, roots: string[]): string[] {
   for (let item = queue.shift(); item; item = queue.shift()) {
     const path = resolve(lock, item.from, item.name);
     if (!path) throw new Error(`${item.name} (needed by ${item.by}) is not in package-lock.json: run npm install`);
-    if (found.has(path)) continue;
+    if (found.has(path) || standIns.has(path)) continue;
+    if (Object.hasOwn(neverLoaded, item.name)) {
+      standIns.add(path);
+      continue;
+    }
     const entry = lock.packages[path]!;
     if (entry.link) throw new Error(`${path} is a link (a workspace or a file: dependency): not supported`);
     if (entry.os || entry.cpu) {
@@ -111,7 +141,7 @@ export function runtimeClosure(lock: Lockfile, roots: string[]): string[] {
     }
     for (const name of needed) queue.push({ from: path, name, by: path.replace(/^.*node_modules\//, '') });
   }
-  return [...found].sort();
+  return { packages: [...found].sort(), standIns: [...standIns].sort() };
 }
 
 /** Files of a package that Node never loads: TypeScript files, and source maps of JavaScript or TypeScript. */
@@ -141,6 +171,40 @@ export function copyPackages(lock: Lockfile, paths: string[], projectDir: string
   }
 }
 
+/** The version of every stand-in package: no release of the real package has it. */
+export const STAND_IN_VERSION = '0.0.0-left-out';
+
+/**
+ * Writes a stand-in package at each of `paths` under `outDir`: it loads (its dependents require it
+ * when they load), and any use of what it exports throws `NAME is left out of the image: REASON`.
+ */
+export function writeStandIns(paths: string[], outDir: string, neverLoaded: Readonly<Record<string, string>>): void {
+  for (const path of paths) {
+    const name = path.replace(/^.*node_modules\//, '');
+    const reason = neverLoaded[name];
+    if (!reason) throw new Error(`${path}: no reason given for leaving ${name} out`);
+    const dir = join(outDir, path);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), `${JSON.stringify({
+      name, version: STAND_IN_VERSION, private: true, main: 'index.cjs',
+      description: `Left out of the sidecar-terminator image: ${reason}`,
+    }, null, 2)}\n`);
+    writeFileSync(join(dir, 'index.cjs'), standInSource(name, reason));
+  }
+}
+
+function standInSource(name: string, reason: string): string {
+  const message = JSON.stringify(`${name} is left out of the sidecar-terminator image: ${reason}`);
+  return `'use strict';
+// A stand-in written by scripts/runtime-modules.ts: every property is a function that throws, called
+// or constructed; \`then\` is absent so that nothing takes the module for a promise.
+function leftOut() {
+  throw new Error(${message});
+}
+module.exports = new Proxy(leftOut, { get: (_, key) => (key === 'then' ? undefined : leftOut) });
+`;
+}
+
 /** Removes the directories under `dir` left empty (e.g. @types/node's, of declarations only). */
 function removeEmptyDirs(dir: string): void {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -162,10 +226,13 @@ if (import.meta.main) {
     const metafile = JSON.parse(readFileSync(metafilePath, 'utf8')) as Metafile;
     const lock = JSON.parse(readFileSync(join(projectDir, 'package-lock.json'), 'utf8')) as Lockfile;
     const externals = externalPackages(metafile).filter((name) => !OUTSIDE_CLUSTER_ONLY.includes(name));
-    const paths = runtimeClosure(lock, externals);
+    const { packages, standIns } = runtimeClosure(lock, externals, NEVER_LOADED);
     mkdirSync(join(outDir, 'node_modules'), { recursive: true });
-    copyPackages(lock, paths, projectDir, outDir);
-    console.log(`node_modules: ${paths.length} packages, for ${externals.join(', ') || 'nothing (no external package)'}; left out: ${OUTSIDE_CLUSTER_ONLY.join(', ')}`);
+    copyPackages(lock, packages, projectDir, outDir);
+    writeStandIns(standIns, outDir, NEVER_LOADED);
+    console.log(`node_modules: ${packages.length} packages, for ${externals.join(', ') || 'nothing (no external package)'}; ` +
+      `stand-ins for ${standIns.length} never loaded (${standIns.map((p) => p.replace(/^.*node_modules\//, '')).join(', ')}); ` +
+      `left out: ${OUTSIDE_CLUSTER_ONLY.join(', ')}`);
   } catch (error) {
     console.error(`runtime-modules.ts: ${(error as Error).message}`);
     process.exit(1);

@@ -6,12 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from './support/images.ts';
 import { run } from './support/run.ts';
 import {
-  copyPackages, externalPackages, runtimeClosure, type Lockfile, type Metafile,
+  STAND_IN_VERSION, copyPackages, externalPackages, runtimeClosure, writeStandIns, type Lockfile, type Metafile,
 } from '../scripts/runtime-modules.ts';
 
 const IMAGE_SH = join(REPO_ROOT, 'scripts/image.sh');
@@ -265,9 +266,35 @@ describe('scripts/runtime-modules.ts', () => {
   });
 
   it('follows dependencies and required peers by the lockfile layout; no optional dependencies', () => {
-    assert.deepEqual(runtimeClosure(lockfile(), ['a']), [
-      'node_modules/@s/d', 'node_modules/a', 'node_modules/a/node_modules/c', 'node_modules/c', 'node_modules/p',
-    ]);
+    assert.deepEqual(runtimeClosure(lockfile(), ['a']), {
+      packages: ['node_modules/@s/d', 'node_modules/a', 'node_modules/a/node_modules/c', 'node_modules/c', 'node_modules/p'],
+      standIns: [],
+    });
+  });
+
+  it('never-loaded packages become stand-ins, at the path each dependent resolves, and their dependencies are not followed', () => {
+    assert.deepEqual(runtimeClosure(lockfile(), ['a'], { '@s/d': 'unused here', c: 'unused too' }), {
+      packages: ['node_modules/a', 'node_modules/p'],
+      standIns: ['node_modules/@s/d', 'node_modules/a/node_modules/c'],
+    });
+  });
+
+  it('a stand-in loads, and any use of it throws an error naming the package and the reason', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-stand-ins-'));
+    try {
+      writeStandIns(['node_modules/@s/d', 'node_modules/a/node_modules/c'], dir, { '@s/d': 'builds are not used', c: 'SSH is not supported' });
+      const require = createRequire(join(dir, 'index.js'));
+      const d = require('@s/d') as { Client: new () => unknown; pack: () => unknown; then?: unknown };
+      assert.equal(d.then, undefined, 'not taken for a promise');
+      assert.throws(() => new d.Client(), { message: '@s/d is left out of the sidecar-terminator image: builds are not used' });
+      assert.throws(() => d.pack(), /^Error: @s\/d is left out/);
+      const c = createRequire(join(dir, 'node_modules/a/index.js'))('c') as () => unknown;
+      assert.throws(() => c(), { message: 'c is left out of the sidecar-terminator image: SSH is not supported' });
+      const manifest = JSON.parse(readFileSync(join(dir, 'node_modules/@s/d/package.json'), 'utf8')) as { name: string; version: string };
+      assert.deepEqual([manifest.name, manifest.version], ['@s/d', STAND_IN_VERSION]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('fails for an external that is not a production dependency, a missing or a platform-specific package', () => {

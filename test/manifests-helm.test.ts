@@ -361,6 +361,17 @@ describe('the Helm chart, rendered by helm template', { skip: NO_HELM }, () => {
     assert.doesNotMatch(withoutApi('--set', 'admissionPolicies.enabled=false'), /ValidatingAdmissionPolicy|agent-requests/);
   });
 
+  it("runs the released image of the chart's version by default, as the kustomize base does; an empty repository is refused", () => {
+    const pkg = JSON.parse(read('package.json')) as { version: string };
+    const template = (...args: string[]) => execFileSync(HELM, ['template', 'st', CHART, '--set', 'admissionPolicies.enabled=false', ...args],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const images = new Set([...template().matchAll(/^ +image: "?([^"\n]+)"?$/gm)].map((m) => m[1]));
+    assert.deepEqual([...images], [`ghcr.io/sidecar-terminator/sidecar-terminator:${pkg.version}`]);
+    const kustomization = parseYaml(read('manifests/base/kustomization.yaml')) as { images: { newName: string; newTag: string }[] };
+    assert.equal(`${kustomization.images[0]?.newName}:${kustomization.images[0]?.newTag}`, [...images][0]);
+    assert.throws(() => template('--set', 'image.repository='), (err: { stderr?: string }) => /image\.repository is empty: leave it unset for the released image/.test(err.stderr ?? ''));
+  });
+
   it('passes helm lint --strict with every optional object on', () => {
     execFileSync(HELM, ['lint', '--strict', CHART, '--set', 'image.repository=r', '--set', 'admissionPolicies.enabled=false', ...everything,
       '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true', '--set-json', 'commonLabels={"team":"platform"}'],

@@ -13,7 +13,9 @@ import { startContainerd, type Containerd } from './support/containerd.ts';
 import { REPO_ROOT } from './support/images.ts';
 import { run } from './support/run.ts';
 import { atProcessEnd } from './support/sweep.ts';
-import { OUTSIDE_CLUSTER_ONLY, externalPackages, runtimeClosure, type Lockfile, type Metafile } from '../scripts/runtime-modules.ts';
+import {
+  NEVER_LOADED, OUTSIDE_CLUSTER_ONLY, STAND_IN_VERSION, externalPackages, runtimeClosure, type Lockfile, type Metafile,
+} from '../scripts/runtime-modules.ts';
 
 const IMAGE = 'sidecar-terminator.local/sidecar-terminator:dev';
 const CTR = '/usr/bin/ctr';
@@ -38,11 +40,11 @@ function projectImage(): Promise<string> {
   return archive;
 }
 
-let files: Promise<string[]> | undefined;
+let layer: Promise<string> | undefined;
 
-/** The paths in the image's layer, without the leading ./ (e.g. app/dist/main.js). */
-function imageFiles(): Promise<string[]> {
-  files ??= (async () => {
+/** The image's one layer (a gzip tar), unpacked from the archive once. */
+function imageLayer(): Promise<string> {
+  layer ??= (async () => {
     const archiveFile = await projectImage();
     const dir = mkdtempSync(join(tmpdir(), 'st-project-image-layout-'));
     atProcessEnd(() => rmSync(dir, { recursive: true, force: true }));
@@ -51,10 +53,25 @@ function imageFiles(): Promise<string[]> {
     const blob = (digest: string) => join(dir, 'blobs', ...digest.split(':'));
     const manifest = JSON.parse(readFileSync(blob(index.manifests[0]!.digest), 'utf8')) as { layers: { digest: string }[] };
     assert.equal(manifest.layers.length, 1);
-    const { stdout } = await run('tar', ['-tzf', blob(manifest.layers[0]!.digest)]);
+    return blob(manifest.layers[0]!.digest);
+  })();
+  return layer;
+}
+
+let files: Promise<string[]> | undefined;
+
+/** The paths in the image's layer, without the leading ./ (e.g. app/dist/main.js). */
+function imageFiles(): Promise<string[]> {
+  files ??= (async () => {
+    const { stdout } = await run('tar', ['-tzf', await imageLayer()]);
     return stdout.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
   })();
   return files;
+}
+
+/** The text of one file of the image (e.g. app/package.json). */
+async function imageFile(path: string): Promise<string> {
+  return (await run('tar', ['-xzOf', await imageLayer(), `./${path}`])).stdout;
 }
 
 let externals: Promise<string[]> | undefined;
@@ -200,11 +217,13 @@ describe('the project image', () => {
   it('node_modules holds the packages the bundle imports and what they need, and nothing else', async () => {
     const files = await imageFiles();
     const packages = new Set(files.flatMap((f) => /^app\/(node_modules\/(?:.+\/node_modules\/)?(?:@[^/]+\/)?[^/@]+)\/package\.json$/.exec(f)?.[1] ?? []));
-    for (const name of ['dockerode', 'docker-modem', 'ssh2']) assert.ok(packages.has(`node_modules/${name}`), `${name} in the image`);
-    // devDependencies, packages the bundle inlines, and native add-ons built only by install scripts.
+    for (const name of ['dockerode', 'docker-modem']) assert.ok(packages.has(`node_modules/${name}`), `${name} in the image`);
+    // devDependencies, packages the bundle inlines, native add-ons built only by install scripts, and
+    // the dependencies of the packages never loaded (ssh2's, the second grpc-js').
     for (const name of [
       'typescript', 'eslint', 'esbuild', 'node', 'typescript-eslint', '@eslint/js', '@types/dockerode',
       'winston', 'logform', 'prom-client', 'bintrees', 'cpu-features', 'nan', 'buildcheck',
+      'asn1', 'bcrypt-pbkdf', 'tweetnacl', 'yargs', 'long', 'tar-stream',
     ]) {
       assert.ok(!packages.has(`node_modules/${name}`), `${name} is not in the image`);
     }
@@ -213,7 +232,13 @@ describe('the project image', () => {
     const names = await bundleExternals();
     assert.ok(names.includes('dockerode') && names.includes('@kubernetes/client-node'), `externals: ${names.join(', ')}`);
     const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as Lockfile;
-    assert.deepEqual([...packages].sort(), runtimeClosure(lock, names.filter((n) => !OUTSIDE_CLUSTER_ONLY.includes(n))));
+    const expected = runtimeClosure(lock, names.filter((n) => !OUTSIDE_CLUSTER_ONLY.includes(n)), NEVER_LOADED);
+    assert.deepEqual([...packages].sort(), [...expected.packages, ...expected.standIns].sort());
+    assert.ok(expected.standIns.includes('node_modules/ssh2'), `stand-ins: ${expected.standIns.join(', ')}`);
+    for (const path of expected.standIns) {
+      const manifest = JSON.parse(await imageFile(`app/${path}/package.json`)) as { version: string };
+      assert.equal(manifest.version, STAND_IN_VERSION, `${path} is a stand-in`);
+    }
     assert.ok(!packages.has('node_modules/@kubernetes/client-node'), 'client-node is not in the image');
     // Of each package, no TypeScript file and no source map; the bundle with its map.
     const unloaded = files.filter((f) => f.startsWith('app/node_modules/') && /\.(?:[cm]?ts|[cm]?[jt]s\.map)$/.test(f));
@@ -223,7 +248,7 @@ describe('the project image', () => {
 
   it('loads every package the bundle leaves external that it ships', async () => {
     // Each imported as the bundle does, from /app; and a Docker client on a socket that is not
-    // there: dockerode, docker-modem and ssh2 work, the ping fails with ENOENT.
+    // there: dockerode and docker-modem work, the ping fails with ENOENT.
     const names = (await bundleExternals()).filter((n) => !OUTSIDE_CLUSTER_ONLY.includes(n));
     const script = [
       `for (const name of ${JSON.stringify(names)}) { await import(name); console.log('loaded', name); }`,

@@ -108,8 +108,8 @@ export class DockerRuntime implements ContainerRuntime {
 
   /** Connects and checks that a Docker Engine answers on the socket. */
   static async connect(socket: string, options: DockerRuntimeOptions = {}): Promise<DockerRuntime> {
-    // dockerode (and the SSH transport it brings) loads only on nodes that have a Docker socket:
-    // it would add ~30 MiB to the agent everywhere else.
+    // dockerode loads only on nodes that have a Docker socket: elsewhere its modules would only
+    // take memory.
     const { default: Dockerode } = await import('dockerode');
     const path = socket.replace(/^unix:\/\//, '');
     const runtime = new DockerRuntime(path, new Dockerode({ socketPath: path }), options);

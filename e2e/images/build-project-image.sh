@@ -27,19 +27,16 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-node_bin=$(readlink -f "$repo/node_modules/node/bin/node" 2>/dev/null || true)
-[ -x "$node_bin" ] || { echo "build-project-image.sh: no Node binary at node_modules/node/bin/node: run scripts/setup.sh" >&2; exit 1; }
+# shellcheck source=e2e/images/node-runtime.sh
+source "$here/node-runtime.sh"
+node_bin=$(node_runtime_binary "$repo") || exit 1
 node_version=$("$node_bin" --version)
-case $node_version in v24.*) ;; *) echo "build-project-image.sh: expected Node 24, found $node_version" >&2; exit 1 ;; esac
-case $(uname -m) in
-  x86_64) export OCI_ARCH=amd64 ;;
-  aarch64) export OCI_ARCH=arm64 ;;
-  *) echo "build-project-image.sh: unsupported architecture $(uname -m)" >&2; exit 1 ;;
-esac
+OCI_ARCH=$(node_runtime_arch) || exit 1
+export OCI_ARCH
 
 root="$work/rootfs"
 app="$root/app"
-mkdir -p "$app" "$root/nodejs/bin" "$root/etc" "$root/tmp"
+mkdir -p "$app"
 
 # The application, bundled as `npm run build` does it, and the packages it imports (as the Dockerfile).
 (cd "$repo" && npm run --silent build -- "$app/dist" "$work/meta.json")
@@ -50,31 +47,8 @@ cp "$repo/package.json" "$repo/package-lock.json" "$work/npm/"
 (cd "$work/npm" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
 "$node_bin" "$repo/scripts/runtime-modules.ts" "$work/meta.json" "$work/npm" "$app" >/dev/null
 
-# The runtime: the node binary and the libraries it links (ldd resolves them on this machine).
-cp "$node_bin" "$root/nodejs/bin/node"
-node_pkg=$(dirname "$(dirname "$node_bin")")
-[ -f "$node_pkg/LICENSE" ] && cp "$node_pkg/LICENSE" "$root/nodejs/LICENSE"
-ldd "$node_bin" | while read -r first second third _; do
-  lib=
-  if [ "$second" = "=>" ]; then lib=$third; elif [[ $first == /* ]]; then lib=$first; fi
-  [ -n "$lib" ] && [[ $lib == /* ]] || continue
-  mkdir -p "$root$(dirname "$lib")"
-  cp -L "$lib" "$root$lib"
-done
-[ -e "$root/lib64/ld-linux-x86-64.so.2" ] || [ -e "$root/lib/ld-linux-aarch64.so.1" ] ||
-  { echo "build-project-image.sh: ldd named no dynamic loader for $node_bin" >&2; exit 1; }
-
-cat > "$root/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/sbin/nologin
-nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
-EOF
-cat > "$root/etc/group" <<'EOF'
-root:x:0:
-nonroot:x:65532:
-EOF
-echo 'hosts: files dns' > "$root/etc/nsswitch.conf"
-chmod 1777 "$root/tmp"
-chmod -R u+rwX,go+rX,go-w "$root/app" "$root/nodejs"
+node_runtime "$root" "$node_bin"
+chmod -R u+rwX,go+rX,go-w "$root/app"
 
 tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$work/layer.tar" -C "$root" .
 unpacked=$(oci_size "$work/layer.tar")

@@ -2,8 +2,9 @@
 # Builds the offline test images (no registry is reachable) from Debian's busybox-static:
 #   busybox.tar  OCI archive, sidecar-terminator.local/busybox:1   (no entrypoint, cmd sh)
 #   pause.tar    OCI archive, sidecar-terminator.local/pause:1     (sleeps until SIGTERM)
-#   quick-exit.tar OCI archive, sidecar-terminator.local/quick-exit:1 (images/quick-exit: exits 0
-#                whatever its arguments, at the paths in images/quick-exit/paths.txt)
+#   quick-exit.tar OCI archive, sidecar-terminator.local/quick-exit:1 (QUICK_EXIT_IMAGE=... to
+#                rename; images/quick-exit: exits 0 whatever its arguments, at the paths in
+#                images/quick-exit/paths.txt)
 #   rootfs.tar   the bare busybox layer, for `docker import`
 # Usage: build.sh OUT_DIR. Import with `ctr -n k8s.io images import OUT_DIR/busybox.tar`.
 set -euo pipefail
@@ -46,4 +47,4 @@ grep -v '^#' "$src/paths.txt" | while read -r path; do
   ln -sf /bin/quick-exit "$quick$path"
 done
 tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$work/quick-exit.layer.tar" -C "$quick" .
-oci_archive "$out/quick-exit.tar" sidecar-terminator.local/quick-exit:1 "$work/quick-exit.layer.tar" '"Entrypoint":["/bin/quick-exit"]'
+oci_archive "$out/quick-exit.tar" "${QUICK_EXIT_IMAGE:-sidecar-terminator.local/quick-exit:1}" "$work/quick-exit.layer.tar" '"Entrypoint":["/bin/quick-exit"]'

@@ -92,7 +92,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 The image of both workloads: repository@digest, or repository:tag (default: the chart's appVersion).
 */}}
 {{- define "sidecar-terminator.image" -}}
-{{- $repository := required "image.repository is required: where you pushed the sidecar-terminator image (npm run image; docs/images.md), e.g. --set image.repository=registry.example.com/platform/sidecar-terminator" .Values.image.repository -}}
+{{- $repository := required "image.repository is empty: leave it unset for the released image (ghcr.io/sidecar-terminator/sidecar-terminator), or name where you pushed yours (npm run image; docs/images.md), e.g. --set image.repository=registry.example.com/platform/sidecar-terminator" .Values.image.repository -}}
 {{- if .Values.image.digest -}}
 {{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
