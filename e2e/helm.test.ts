@@ -25,14 +25,14 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { loadAll, load as parseYaml } from 'js-yaml';
 import * as k8s from '@kubernetes/client-node';
-import type { V1Container, V1DaemonSet, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import type { V1Container, V1DaemonSet, V1Deployment, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { parseAgentConfig } from '../agent/config.ts';
 import { parseControllerConfig } from '../crr/config.ts';
 import { CRI_SOCKETS, DOCKER_SOCKET } from '../agent/runtime/discover.ts';
 import { RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, parseEnvFile, versionFeatures } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, ctr, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT, AGENT_METRICS_PORT, CONTROLLER, CONTROLLER_METRICS_PORT, NAMESPACE, ctr, deployProject, podMetric, scrapePod } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { container, requestsFor, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -538,7 +538,30 @@ async function jobCompletes(namespace: string, name: string): Promise<Awaited<Re
   return request;
 }
 
-const agentMetric = async (series: string) => podMetric((await runningPods('agent'))[0]!, 9440, series);
+const agentMetric = async (series: string) => podMetric((await runningPods('agent'))[0]!, AGENT_METRICS_PORT, series);
+
+/**
+ * The metric families README.md's Metrics section names, by part: `sidecar_terminator_agent_...`
+ * and `sidecar_terminator_controller_...` as written, `..._x` in the part's paragraph, and
+ * `sidecar_terminator_<part>_x` or `..._x` in the paragraph on both, for each part.
+ */
+function metricFamiliesInReadme(): { agent: string[]; controller: string[] } {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n### Metrics\n');
+  const section = readme.slice(start + 1, readme.indexOf('\n#', start + 2));
+  const found = { agent: new Set<string>(), controller: new Set<string>() };
+  for (const paragraph of section.split('\n\n')) {
+    const parts = (['agent', 'controller'] as const).filter((p) => paragraph.startsWith('Both') || paragraph.toLowerCase().startsWith(p));
+    for (const [, name] of paragraph.matchAll(/`((?:sidecar_terminator_|\.\.\._)[a-z_<>]*[a-z])[`{]/g)) {
+      for (const part of parts) {
+        const full = name!.replace(/^\.\.\._/, `sidecar_terminator_${part}_`).replace('<part>', part);
+        const owner = full.startsWith('sidecar_terminator_agent_') ? 'agent' : full.startsWith('sidecar_terminator_controller_') ? 'controller' : part;
+        found[owner].add(full);
+      }
+    }
+  }
+  return { agent: [...found.agent].sort(), controller: [...found.controller].sort() };
+}
 
 /** What is left of the release: objects of the chart's kinds with its labels, and its names. */
 function leftovers(): string[] {
@@ -638,6 +661,22 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
   it('a Job with a sidecar completes', async () => {
     const request = await jobCompletes(namespace!, 'first');
     assert.equal(request.spec.ttlSecondsAfterFinished, 600);
+  });
+
+  it('serves every metric family the README names, from the agent and the controller leader', async () => {
+    const named = metricFamiliesInReadme();
+    assert.ok(named.agent.length >= 20 && named.controller.length >= 15, `the README's Metrics section as read: ${JSON.stringify(named)}`);
+    const served = async (pod: V1Pod, port: number) => new Set([...(await scrapePod(pod, port)).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const holder = (await clients().kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE })).spec?.holderIdentity ?? '';
+    const leader = (await runningPods('controller')).find((p) => holder.startsWith(`${p.metadata!.name}-`));
+    assert.ok(leader, `the Lease holder ${holder} among the running controller Pods`);
+    const agent = await served((await runningPods('agent'))[0]!, AGENT_METRICS_PORT);
+    const controller = await served(leader, CONTROLLER_METRICS_PORT);
+    const missing = [
+      ...named.agent.filter((n) => !agent.has(n)).map((n) => `agent: ${n}`),
+      ...named.controller.filter((n) => !controller.has(n)).map((n) => `controller: ${n}`),
+    ];
+    assert.deepEqual(missing, [], 'named in the README, not served');
   });
 
   it('upgrades: changed flags and a changed setting roll both workloads; the next request has the new setting', async () => {
