@@ -156,8 +156,11 @@ function harness(options: HarnessOptions = {}): Harness {
   const reconcilerDeps: ReconcilerDeps = {
     nodeName: 'node-a',
     client,
-    cachedPod: () => pod ?? undefined,
-    cachedRequests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
+    cache: {
+      agentPod: () => pod ?? undefined,
+      requests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
+      hasRequests: () => false,
+    },
     forContainer: (containerID) => new DiscoveredRuntimes([runtime]).forContainer(containerID),
     events: recorder,
     metrics,

@@ -17,7 +17,7 @@ import { namespacedKey, splitKey } from '../common/informer.ts';
 import type { Logger } from '../common/log.ts';
 import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { RequestPlan, RuntimeView } from './request-plan.ts';
-import { awaitsAdmission, blockingRequest, isFinal, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, planRequest } from './request-plan.ts';
 import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
@@ -31,14 +31,22 @@ import { Stops } from './stops.ts';
 import { StatusWrites } from './status-writes.ts';
 import { AheadOfWatch } from './ahead-of-watch.ts';
 
+/** What the Reconciler reads of the node's watches. */
+export interface ReconcilerCache {
+  /** The cached Pod on this node, if the watch has it. */
+  agentPod(namespace: string, name: string): AgentPod | undefined;
+  /** Active requests for this node, in a namespace or in all. */
+  requests(namespace?: string): ContainerRecreateRequest[];
+  /** Whether the named Pod has an active request on this node. */
+  hasRequests(namespace: string, name: string): boolean;
+}
+
 export interface ReconcilerDeps {
   nodeName: string;
   /** Reads a Pod the cache does not have; writes request status. */
   client: Pick<KubeApi, 'get' | 'patch'>;
-  /** The cached Pod on this node, if the watch has it. */
-  cachedPod: (namespace: string, name: string) => AgentPod | undefined;
-  /** Active requests for this node in a namespace, from the watch cache. */
-  cachedRequests: (namespace: string) => ContainerRecreateRequest[];
+  /** The node's watches (agent/node-cache.ts NodeCache). */
+  cache: ReconcilerCache;
   /** The runtime serving a Pod status container ID (`<runtime>://<id>`), and the ID's parts. */
   forContainer: (containerID: string) => ContainerRuntimeOf;
   events: EventRecorder;
@@ -89,8 +97,8 @@ export class Reconciler {
     this.now = deps.now ?? now;
     this.apiNow = deps.apiNow ?? this.now;
     this.handedOver = new HandedOver(this.now);
-    const { client, cachedRequests, forContainer, events, metrics, log, requeue } = deps;
-    this.statuses = new StatusWrites({ client, cachedRequests, ahead: this.ahead, events, metrics, log, timings: this.timings, limit: deps.statusWrites ?? 32, now: this.now });
+    const { client, cache, forContainer, events, metrics, log, requeue } = deps;
+    this.statuses = new StatusWrites({ client, cache, ahead: this.ahead, events, metrics, log, timings: this.timings, limit: deps.statusWrites ?? 32, now: this.now });
     this.stops = new Stops({ forContainer, statuses: this.statuses, events, metrics, log, timings: this.timings, requeue, now: this.now });
   }
 
@@ -99,6 +107,24 @@ export class Reconciler {
     this.ahead.forgetAllBut(activeUids);
     this.timings.forgetAllBut(activeUids);
     this.handedOver.forgetStale();
+  }
+
+  /** Every active request's Pod is looked at again, and what is remembered of the others dropped. */
+  resync(): void {
+    const active = this.deps.cache.requests();
+    for (const r of active) if (r.spec?.podName) this.deps.requeue(namespacedKey(r.metadata.namespace!, r.spec.podName));
+    this.forgetAllBut(new Set(active.map((r) => r.metadata.uid!)));
+  }
+
+  /** A request's watch event arrived: its Pod is looked at. */
+  requestChanged(request: ContainerRecreateRequest): void {
+    this.noticed(request);
+    this.deps.requeue(namespacedKey(request.metadata.namespace!, request.spec.podName));
+  }
+
+  /** A Pod's watch event arrived: looked at if it has requests, or containers left running in a finished Pod (R45). */
+  podChanged(namespace: string, name: string, pod: AgentPod | undefined): void {
+    if (this.deps.cache.hasRequests(namespace, name) || (pod && leftoverContainers(pod).length > 0)) this.deps.requeue(namespacedKey(namespace, name));
   }
 
   /** A request's watch event arrived (for the timings only). */
@@ -167,7 +193,7 @@ export class Reconciler {
       .map((r) => this.ahead.latest(r))
       .filter((r) => !isCompleted(r) && !awaitsAdmission(r))
       .sort(byAge);
-    const cached = this.deps.cachedPod(namespace, podName);
+    const cached = this.deps.cache.agentPod(namespace, podName);
     const leftoversRecheckMs = cached ? await this.stops.stopLeftovers(cached, key) : undefined;
     if (requests.length === 0) return leftoversRecheckMs === undefined ? undefined : { requeueAfterMs: leftoversRecheckMs };
     for (const r of requests) if (r.metadata.uid) this.timings.seen(r.metadata.uid, actingAtMs);
@@ -266,7 +292,7 @@ export class Reconciler {
 
   /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */
   private requestsOf(namespace: string, podName: string): ContainerRecreateRequest[] {
-    const cached = this.deps.cachedRequests(namespace).filter((r) => r.spec?.podName === podName);
+    const cached = this.deps.cache.requests(namespace).filter((r) => r.spec?.podName === podName);
     return this.ahead.requestsOf(namespace, podName, cached);
   }
 
@@ -276,7 +302,7 @@ export class Reconciler {
    */
   private async loadPod(namespace: string, name: string, request: ContainerRecreateRequest, all: readonly ContainerRecreateRequest[]): Promise<AgentPod | undefined> {
     const wantedUid = request.metadata.labels?.[LABEL_POD_UID];
-    const cached = this.deps.cachedPod(namespace, name);
+    const cached = this.deps.cache.agentPod(namespace, name);
     const named = new Set(all.flatMap((r) => r.spec.containers.map((c) => c.name)));
     const hookNotKept = cached?.containers.some((c) => c.preStopNotKept && named.has(c.name)) ?? false;
     if (cached && (!wantedUid || cached.uid === wantedUid) && !hookNotKept) return cached;

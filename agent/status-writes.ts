@@ -22,8 +22,8 @@ import type { AheadOfWatch } from './ahead-of-watch.ts';
 
 export interface StatusWritesDeps {
   client: Pick<KubeApi, 'patch'>;
-  /** Active requests for this node in a namespace, from the watch cache. */
-  cachedRequests: (namespace: string) => ContainerRecreateRequest[];
+  /** The watch cache's active requests for this node. */
+  cache: { requests(namespace: string): ContainerRecreateRequest[] };
   /** What this agent wrote that the watch has not delivered yet: each write is added. */
   ahead: AheadOfWatch;
   events: EventRecorder;
@@ -123,7 +123,7 @@ export class StatusWrites {
     crr: ContainerRecreateRequest, outcome: string, update: (latest: ContainerRecreateRequest) => CRRStatus,
   ): Promise<ContainerRecreateRequest | undefined> {
     for (let attempt = 0; attempt < CONFLICT_RETRIES; attempt++) {
-      const latest = this.deps.ahead.latest(this.deps.cachedRequests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr);
+      const latest = this.deps.ahead.latest(this.deps.cache.requests(crr.metadata.namespace!).find((r) => r.metadata.uid === crr.metadata.uid) ?? crr);
       try {
         await this.writeStatus(latest, update(latest), outcome);
         return latest;
