@@ -88,11 +88,11 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
   });
 
   // The fast path hears of a Pod before the Reconciler, as it always did.
-  cache.onPodChange((namespace, name, cached) => fastPath.podChanged(namespace, name, cached.termination));
-  cache.onPodGone((namespace, name) => fastPath.podGone(namespace, name));
-  cache.onPodChange((namespace, name, cached) => reconciler.podChanged(namespace, name, cached.pod));
-  cache.onPodGone((namespace, name) => reconciler.podChanged(namespace, name, undefined));
-  cache.onRequestChange((request) => reconciler.requestChanged(request));
+  cache.onPodChange.add((namespace, name, cached) => fastPath.podChanged(namespace, name, cached.termination));
+  cache.onPodGone.add((namespace, name) => fastPath.podGone(namespace, name));
+  cache.onPodChange.add((namespace, name, cached) => reconciler.podChanged(namespace, name, cached.pod));
+  cache.onPodGone.add((namespace, name) => reconciler.podChanged(namespace, name, undefined));
+  cache.onRequestChange.add((request) => reconciler.requestChanged(request));
 
   const resync = setInterval(() => reconciler.resync(), config.resyncSeconds * 1000);
 

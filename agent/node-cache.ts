@@ -8,6 +8,7 @@ import type { KubeApi } from '../common/kube/api.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { namespacedKey, ProjectingInformer, splitKey } from '../common/informer.ts';
 import type { Logger } from '../common/log.ts';
+import { Listeners } from '../common/listeners.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
@@ -35,16 +36,15 @@ export interface NodeCacheDeps {
   log: Logger;
 }
 
-type PodListener = (namespace: string, name: string, pod: NodePod) => void;
-type PodGoneListener = (namespace: string, name: string) => void;
-type RequestListener = (request: ContainerRecreateRequest) => void;
-
 export class NodeCache {
   private readonly pods: ProjectingInformer<V1Pod, NodePod>;
   private readonly active: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
-  private readonly podListeners: PodListener[] = [];
-  private readonly podGoneListeners: PodGoneListener[] = [];
-  private readonly requestListeners: RequestListener[] = [];
+  /** A Pod of the node was added or changed. */
+  readonly onPodChange = new Listeners<[namespace: string, name: string, pod: NodePod]>();
+  /** A Pod left the node's cache. */
+  readonly onPodGone = new Listeners<[namespace: string, name: string]>();
+  /** An active request of the node was added or changed (one of a Pod). */
+  readonly onRequestChange = new Listeners<[request: ContainerRecreateRequest]>();
 
   constructor({ client, nodeName, metrics, log }: NodeCacheDeps) {
     this.active = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
@@ -56,7 +56,7 @@ export class NodeCache {
       indexBy: podUidIndex,
       onChange: (_key, r) => {
         if (!r?.spec?.podName) return;
-        for (const listener of this.requestListeners) listener(r);
+        this.onRequestChange.tell(r);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
       log,
@@ -71,27 +71,12 @@ export class NodeCache {
       indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
       onChange: (key, cached) => {
         const [namespace, name] = splitKey(key);
-        if (cached) for (const listener of this.podListeners) listener(namespace, name, cached);
-        else for (const listener of this.podGoneListeners) listener(namespace, name);
+        if (cached) this.onPodChange.tell(namespace, name, cached);
+        else this.onPodGone.tell(namespace, name);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       log,
     });
-  }
-
-  /** A Pod of the node was added or changed. */
-  onPodChange(listener: PodListener): void {
-    this.podListeners.push(listener);
-  }
-
-  /** A Pod left the node's cache. */
-  onPodGone(listener: PodGoneListener): void {
-    this.podGoneListeners.push(listener);
-  }
-
-  /** An active request of the node was added or changed (one of a Pod). */
-  onRequestChange(listener: RequestListener): void {
-    this.requestListeners.push(listener);
   }
 
   /** The Pod as the Reconciler reads it. */

@@ -6,6 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeApi } from '../common/kube/api.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
+import { Listeners } from '../common/listeners.ts';
 import { namespacedKey, ProjectingInformer } from '../common/informer.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { requestPath } from '../api/container-recreate-request.ts';
@@ -22,15 +23,16 @@ export interface ClusterCacheDeps {
   log: Logger;
 }
 
-type RequestListener = (key: string, request: ContainerRecreateRequest) => void;
-type PodListener = (key: string) => void;
-
 export class ClusterCache {
   private readonly requestInformer: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
   private readonly podInformer: ProjectingInformer<V1Pod, WatchedPod>;
-  private readonly requestListeners: RequestListener[] = [];
-  private readonly podListeners: PodListener[] = [];
-  private readonly podGoneListeners: PodListener[] = [];
+  private readonly informers: readonly { start(): void; stop(): void; isSynced(): boolean }[];
+  /** A request was added or changed. */
+  readonly onRequestChange = new Listeners<[key: string, request: ContainerRecreateRequest]>();
+  /** A Pod of interest was added or changed. */
+  readonly onPodChange = new Listeners<[key: string]>();
+  /** A Pod left the cache (deleted, or no longer of interest). */
+  readonly onPodGone = new Listeners<[key: string]>();
 
   constructor({ client, metrics, log }: ClusterCacheDeps) {
     this.requestInformer = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
@@ -42,7 +44,7 @@ export class ClusterCache {
       indexBy: requestPodUids,
       onChange: (key, r) => {
         if (!r) return;
-        for (const listener of this.requestListeners) listener(key, r);
+        this.onRequestChange.tell(key, r);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
       log,
@@ -59,26 +61,12 @@ export class ClusterCache {
         return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: now() } : undefined;
       },
       onChange: (key, cached) => {
-        for (const listener of cached ? this.podListeners : this.podGoneListeners) listener(key);
+        (cached ? this.onPodChange : this.onPodGone).tell(key);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       log,
     });
-  }
-
-  /** A request was added or changed. */
-  onRequestChange(listener: RequestListener): void {
-    this.requestListeners.push(listener);
-  }
-
-  /** A Pod of interest was added or changed. */
-  onPodChange(listener: PodListener): void {
-    this.podListeners.push(listener);
-  }
-
-  /** A Pod left the cache (deleted, or no longer of interest). */
-  onPodGone(listener: PodListener): void {
-    this.podGoneListeners.push(listener);
+    this.informers = [this.requestInformer, this.podInformer];
   }
 
   request(namespace: string, name: string): ContainerRecreateRequest | undefined {
@@ -103,16 +91,15 @@ export class ClusterCache {
   }
 
   isSynced(): boolean {
-    return this.requestInformer.isSynced() && this.podInformer.isSynced();
+    return this.informers.every((informer) => informer.isSynced());
   }
 
+  /** Starts the watches: the requests first. */
   start(): void {
-    this.requestInformer.start();
-    this.podInformer.start();
+    for (const informer of this.informers) informer.start();
   }
 
   stop(): void {
-    this.requestInformer.stop();
-    this.podInformer.stop();
+    for (const informer of this.informers) informer.stop();
   }
 }

@@ -130,11 +130,11 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     workers: config.workers, handler: (key) => sidecarController.reconcile(key), observe: metrics.workQueue('pods'), onError: onError('pod'),
   });
 
-  cache.onRequestChange((key) => requestQueue.add(key));
-  cache.onRequestChange((_key, r) => podQueue.add(namespacedKey(r.metadata.namespace!, r.spec.podName)));
-  cache.onPodChange((key) => podQueue.add(key));
+  cache.onRequestChange.add((key) => requestQueue.add(key));
+  cache.onRequestChange.add((_key, r) => podQueue.add(namespacedKey(r.metadata.namespace!, r.spec.podName)));
+  cache.onPodChange.add((key) => podQueue.add(key));
   // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
-  cache.onPodGone((key) => sidecarController.forget(key));
+  cache.onPodGone.add((key) => sidecarController.forget(key));
 
   const resync = setInterval(() => {
     for (const key of cache.requestKeys()) requestQueue.add(key);
