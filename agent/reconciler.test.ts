@@ -19,7 +19,8 @@ import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
-import { Reconciler, STOPS_PER_POD } from './reconciler.ts';
+import { Reconciler } from './reconciler.ts';
+import { STOPS_PER_POD } from './stops.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
 import { fakeRuntime } from '../test/support/fake-runtime.ts';
@@ -155,8 +156,11 @@ function harness(options: HarnessOptions = {}): Harness {
   const reconcilerDeps: ReconcilerDeps = {
     nodeName: 'node-a',
     client,
-    cachedPod: () => pod ?? undefined,
-    cachedRequests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
+    cache: {
+      agentPod: () => pod ?? undefined,
+      requests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
+      hasRequests: () => false,
+    },
     forContainer: (containerID) => new DiscoveredRuntimes([runtime]).forContainer(containerID),
     events: recorder,
     metrics,

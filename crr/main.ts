@@ -1,9 +1,7 @@
 // The cluster controller: ContainerRecreateRequest admission and lifecycle, and the Job sidecar
 // terminator. Several replicas may run; only the Lease holder acts.
-import { now } from '../common/clock.ts';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
 import { EXIT_FAILED } from '../common/exit-codes.ts';
 import { startHealthServer } from '../common/http.ts';
@@ -13,25 +11,19 @@ import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
-import { podPath } from '../common/kube/paths.ts';
 import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
-import { namespacedKey, ProjectingInformer } from '../common/informer.ts';
+import { namespacedKey } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { createControllerMetrics } from './metrics.ts';
 import { RequestsController } from './requests-controller.ts';
-import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
-import { requestPath } from '../api/container-recreate-request.ts';
-import type { WatchedPod } from './sidecar-controller.ts';
 import { SidecarController } from './sidecar-controller.ts';
+import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
-import { mayNeedSidecarTermination } from '../rules/classify.ts';
-import { mayBeHeldByUnmarkedSidecar } from '../rules/unmarked-sidecars.ts';
-import { projectPod } from '../rules/projection.ts';
-import { DEFAULT_OPTIONS, keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
+import { DEFAULT_OPTIONS } from '../rules/requests.ts';
 
 export interface RunningController {
   stop(): Promise<void>;
@@ -101,42 +93,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const onError = (what: string) => (key: string, err: unknown, retryInMs: number) =>
     log.warn(`${what} reconcile failed, retrying`, { key, error: errorMessage(err), retryInMs });
 
-  // Callbacks run only after start(), when both queues exist.
-  const requests = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
-    client,
-    path: requestPath(),
-    project: keptRequest,
-    pageSize: REQUEST_PAGE_SIZE,
-    // By the uid in the label and in the name: a request that took our name is found whatever its labels.
-    indexBy: requestPodUids,
-    onChange: (key, r) => {
-      if (!r) return;
-      requestQueue.add(key);
-      podQueue.add(namespacedKey(r.metadata.namespace!, r.spec.podName));
-    },
-    onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
-    log,
-  });
-  // Only Pods that may need their sidecars stopped, or be held by a well-known sidecar nobody marked
-  // (R52), are kept, and only as a compact projection;
-  // the API server already leaves out restartPolicy Always Pods (most of a cluster).
-  const podSelector = 'spec.restartPolicy!=Always';
-  const pods = new ProjectingInformer<V1Pod, WatchedPod>({
-    client,
-    path: podPath(),
-    fieldSelector: podSelector,
-    project: (p) => {
-      const pod = projectPod(p);
-      return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: now() } : undefined;
-    },
-    onChange: (key, cached) => {
-      // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
-      if (cached) podQueue.add(key);
-      else sidecarController.forget(key);
-    },
-    onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
-    log,
-  });
+  const cache = new ClusterCache({ client, metrics, log });
   const nodes = new NodeKinds({
     client, log,
     agentlessNodeSelector: config.agentlessNodeSelector,
@@ -149,13 +106,13 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const events = new EventRecorder(client, 'sidecar-terminator', log);
   const requestsController = new RequestsController({
     client, log, events, now: () => apiClock.now(),
-    cachedRequest: (namespace, name) => requests.get(namespacedKey(namespace, name)),
+    cachedRequest: (namespace, name) => cache.request(namespace, name),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
   const sidecarController: SidecarController = new SidecarController({
     client, log, metrics,
-    cachedPod: (key) => pods.get(key),
-    requestsForPod: (namespace, uid) => requests.byIndex(uid).filter((r) => r.metadata.namespace === namespace),
+    cachedPod: (key) => cache.pod(key),
+    requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
     nodeKind: (name) => nodes.kindOf(name),
     events,
     options: {
@@ -173,20 +130,26 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     workers: config.workers, handler: (key) => sidecarController.reconcile(key), observe: metrics.workQueue('pods'), onError: onError('pod'),
   });
 
+  cache.onRequestChange.add((key) => requestQueue.add(key));
+  cache.onRequestChange.add((_key, r) => podQueue.add(namespacedKey(r.metadata.namespace!, r.spec.podName)));
+  cache.onPodChange.add((key) => podQueue.add(key));
+  // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
+  cache.onPodGone.add((key) => sidecarController.forget(key));
+
   const resync = setInterval(() => {
-    for (const key of requests.keys()) requestQueue.add(key);
-    for (const key of pods.keys()) podQueue.add(key);
+    for (const key of cache.requestKeys()) requestQueue.add(key);
+    for (const key of cache.podKeys()) podQueue.add(key);
   }, config.resyncSeconds * 1000);
   nodes.start();
-  requests.start();
-  pods.start();
+  cache.start();
   return {
-    synced: () => nodes.isSynced() && requests.isSynced() && pods.isSynced(),
+    synced: () => nodes.isSynced() && cache.isSynced(),
     stop: () => {
       clearInterval(resync);
       requestQueue.stop();
       podQueue.stop();
-      for (const informer of [nodes, requests, pods]) informer.stop();
+      nodes.stop();
+      cache.stop();
     },
   };
 }

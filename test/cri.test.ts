@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KeyedLimit } from '../common/keyed-limit.ts';
-import { STOPS_PER_POD } from '../agent/reconciler.ts';
+import { STOPS_PER_POD } from '../agent/stops.ts';
 import type { RuntimeContainerID } from '../api/container-id.ts';
 import { containerd2 } from './support/containerd.ts';
 import { containerdFixture } from './support/fixtures.ts';

@@ -66,8 +66,8 @@ function harness(o: HarnessOptions = {}) {
   const exits = new ExitHandler({
     nodeName: NODE,
     cache: {
-      pod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
-      podOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
+      sidecarPod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
+      sidecarPodOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
       activeRequests: (namespace, podUid) => (cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
         .filter((r) => r.metadata.labels?.[LABEL_POD_UID] === podUid),
     },

@@ -25,9 +25,9 @@ import { namespacedKey, splitKey } from '../../common/informer.ts';
 /** What the agent's watches hold, as the fast path reads it. */
 export interface ExitCache {
   /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
-  pod: (namespace: string, name: string) => PodProjection | undefined;
+  sidecarPod: (namespace: string, name: string) => PodProjection | undefined;
   /** The same, found by a container ID that kubelet has reported. */
-  podOfContainer: (containerID: ContainerID) => PodProjection | undefined;
+  sidecarPodOfContainer: (containerID: ContainerID) => PodProjection | undefined;
   /** The Pod's active requests on this node. */
   activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
 }
@@ -114,7 +114,7 @@ export class ExitHandler {
     if (this.stopped) return;
     const receivedAtMs = this.now();
     if (exitedAtMs !== undefined) this.deps.metrics.exitEventDelay.observe(Math.max(0, receivedAtMs - exitedAtMs) / 1000);
-    const reportedPod = this.deps.cache.podOfContainer(containerIDOf(runtime.idPrefix, containerId));
+    const reportedPod = this.deps.cache.sidecarPodOfContainer(containerIDOf(runtime.idPrefix, containerId));
     const exit = { containerId, exitCode, receivedAtMs, exitedAtMs };
     if (reportedPod) {
       this.enqueue(runtime, reportedPod.namespace, reportedPod.name, exit);
@@ -125,7 +125,7 @@ export class ExitHandler {
       (container) => {
         const owner = container?.owner;
         // A Pod sandbox, a container kubelet did not create, or one already removed.
-        if (!owner || !this.deps.cache.pod(owner.podNamespace, owner.podName)) return;
+        if (!owner || !this.deps.cache.sidecarPod(owner.podNamespace, owner.podName)) return;
         this.enqueue(runtime, owner.podNamespace, owner.podName, exit);
       },
       (err: unknown) => {
@@ -233,7 +233,7 @@ export class ExitHandler {
     const { runtimePrefix: prefix, namespace, name } = parseExitKey(key);
     const reported = this.reportedExits.get(namespacedKey(namespace, name));
     const exits = reported?.codes ?? new Map<RuntimeContainerID, number>();
-    const pod = this.deps.cache.pod(namespace, name);
+    const pod = this.deps.cache.sidecarPod(namespace, name);
     const runtime = this.deps.runtimes.runtimeFor(prefix);
     if (!pod || pod.nodeName !== this.deps.nodeName || !runtime?.podContainers) return;
     // The runtime is asked only when the cached status cannot answer: under a burst of exits its

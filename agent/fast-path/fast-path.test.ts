@@ -53,8 +53,8 @@ function harness(confined: boolean) {
     nodeName: NODE,
     namespace: 'sidecar-terminator',
     cache: {
-      pod: (namespace, name) => (namespace === POD.namespace && name === POD.name ? POD : undefined),
-      podOfContainer: (containerID) => (POD.statuses.some((s) => s.containerID === containerID) ? POD : undefined),
+      sidecarPod: (namespace, name) => (namespace === POD.namespace && name === POD.name ? POD : undefined),
+      sidecarPodOfContainer: (containerID) => (POD.statuses.some((s) => s.containerID === containerID) ? POD : undefined),
       activeRequests: () => [],
     },
     runtimes: new DiscoveredRuntimes([runtime]),

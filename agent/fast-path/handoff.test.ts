@@ -1,5 +1,4 @@
-// What the Reconciler keeps of the fast path's hand-offs (R43): requests until their watch event,
-// answers once each, while fresh (counted from their arrival), awaited when still coming.
+// What the Reconciler keeps of the fast path's hand-offs (R43): the runtime's answers, once each, while fresh (counted from their arrival), awaited when still coming.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
@@ -17,17 +16,6 @@ const request = (uid: string, podName = 'job-pod'): ContainerRecreateRequest => 
 const answers = (entries: [string, Promise<RuntimeAnswer | undefined>][]) => new Map(entries.map(([id, a]) => [id as ContainerID, a]));
 
 describe('HandedOver (R43)', () => {
-  it('a request handed over counts for its Pod until the watch delivers it, then the watch\'s copy stands', () => {
-    const handed = new HandedOver(() => 0);
-    handed.accept({ request: request('r1'), answers: new Map(), timing: TIMING });
-    handed.accept({ request: request('r2', 'other-pod'), answers: new Map(), timing: TIMING });
-    assert.deepEqual(handed.requestsOf('ns', 'job-pod', []).map((r) => r.metadata.uid), ['r1']);
-    assert.deepEqual(handed.requestsOf('other', 'job-pod', []), [], 'another namespace');
-    const watched = { ...request('r1'), status: { phase: 'Recreating' as const } };
-    assert.deepEqual(handed.requestsOf('ns', 'job-pod', [watched]), [watched]);
-    assert.deepEqual(handed.requestsOf('ns', 'job-pod', []), [], 'dropped once the watch had it');
-  });
-
   it('an answer is taken once, within a second of its arrival, and waited for while it comes', async () => {
     let now = 1_000;
     const handed = new HandedOver(() => now);
@@ -46,14 +34,13 @@ describe('HandedOver (R43)', () => {
     assert.equal((await late)?.id, 'late-id', 'fresh from its arrival, not from the hand-off');
   });
 
-  it('a stale answer is not used; forgetAllBut drops inactive requests and answers handed over too long ago', async () => {
+  it('a stale answer is not used; forgetStale drops answers handed over too long ago', async () => {
     let now = 1_000;
     const handed = new HandedOver(() => now);
     handed.accept({ request: request('r1'), answers: answers([['containerd://a', Promise.resolve({ container: PROXY, atMs: 1_000 })], ['containerd://b', Promise.resolve({ container: PROXY, atMs: 1_000 })]]), timing: TIMING });
     now = 2_001;
     assert.equal(await handed.takeAnswer('containerd://a'), undefined);
-    handed.forgetAllBut(new Set());
-    assert.deepEqual(handed.requestsOf('ns', 'job-pod', []), []);
+    handed.forgetStale();
     now = 1_000;
     assert.equal(await handed.takeAnswer('containerd://b'), undefined, 'forgotten');
   });

@@ -32,13 +32,11 @@ export interface Handoff {
 const ANSWER_FRESH_MS = 1_000;
 
 /**
- * What the Reconciler keeps of the hand-offs: each request until its watch event arrives (acted on
- * at once instead of one watch event later; the API has it, so nothing is lost with the process),
- * and each answer until the reconcile that first plans a stop of its container takes it.
+ * What the Reconciler keeps of the hand-offs' runtime answers: each until the reconcile that first
+ * plans a stop of its container takes it (the requests are kept with what this agent wrote ahead of
+ * the watch, agent/ahead-of-watch.ts).
  */
 export class HandedOver {
-  /** By uid. */
-  private readonly requests = new Map<string, ContainerRecreateRequest>();
   /** By `<runtime>://<id>`, with when it was handed over. */
   private readonly answers = new Map<string, { handedAtMs: number; answer: Promise<RuntimeAnswer | undefined> }>();
   private readonly now: () => number;
@@ -49,16 +47,8 @@ export class HandedOver {
 
   accept({ request, answers }: Handoff): void {
     if (!request.metadata.uid) return;
-    this.requests.set(request.metadata.uid, request);
     const handedAtMs = this.now();
     for (const [containerID, answer] of answers) this.answers.set(containerID, { handedAtMs, answer });
-  }
-
-  /** The Pod's requests: those of the watch cache, and those handed over that the watch has not delivered yet. */
-  requestsOf(namespace: string, podName: string, cached: readonly ContainerRecreateRequest[]): ContainerRecreateRequest[] {
-    for (const r of cached) this.requests.delete(r.metadata.uid!);
-    const handed = [...this.requests.values()].filter((r) => r.metadata.namespace === namespace && r.spec.podName === podName);
-    return [...cached, ...handed];
   }
 
   /** The answer handed over for the container (awaited if still coming), once, when fresh enough to use. */
@@ -70,9 +60,8 @@ export class HandedOver {
     return answer && this.now() - answer.atMs <= ANSWER_FRESH_MS ? answer.container : undefined;
   }
 
-  /** Drops requests no longer active and answers handed over too long ago to be used. */
-  forgetAllBut(activeUids: ReadonlySet<string>): void {
-    for (const uid of this.requests.keys()) if (!activeUids.has(uid)) this.requests.delete(uid);
+  /** Drops the answers handed over too long ago to be used. */
+  forgetStale(): void {
     for (const [id, { handedAtMs }] of this.answers) if (this.now() - handedAtMs > ANSWER_FRESH_MS) this.answers.delete(id);
   }
 }

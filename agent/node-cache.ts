@@ -1,0 +1,128 @@
+// The agent's view of its node, from two watches: the node's Pods (compact projections, indexed by
+// the container IDs kubelet reported) and the node's active requests (indexed by Pod uid). Readers
+// ask it; who must hear of a change subscribes, in the order subscribed.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, podUidIndex, requestPath } from '../api/container-recreate-request.ts';
+import type { KubeApi } from '../common/kube/api.ts';
+import { podPath } from '../common/kube/paths.ts';
+import { namespacedKey, ProjectingInformer, splitKey } from '../common/informer.ts';
+import type { Logger } from '../common/log.ts';
+import { Listeners } from '../common/listeners.ts';
+import { mayNeedSidecarTermination } from '../rules/classify.ts';
+import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
+import type { PodProjection } from '../rules/projection.ts';
+import { projectPod } from '../rules/projection.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { AgentPod } from './pod.ts';
+import { projectAgentPod } from './pod.ts';
+
+/** What the agent keeps of a Pod on its node: for carrying out requests, and for the sidecar rules (agent/pod.ts says why two). */
+export interface NodePod {
+  pod: AgentPod;
+  /** Only for Pods the sidecar rules may concern. */
+  termination?: PodProjection;
+}
+
+function projectNodePod(pod: V1Pod): NodePod {
+  const termination = projectPod(pod);
+  return { pod: projectAgentPod(pod), ...(mayNeedSidecarTermination(termination) ? { termination } : {}) };
+}
+
+export interface NodeCacheDeps {
+  client: Pick<KubeApi, 'get' | 'watch'>;
+  nodeName: string;
+  metrics: Pick<AgentMetrics, 'watchRestarts'>;
+  log: Logger;
+}
+
+export class NodeCache {
+  private readonly pods: ProjectingInformer<V1Pod, NodePod>;
+  private readonly active: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
+  /** A Pod of the node was added or changed. */
+  readonly onPodChange = new Listeners<[namespace: string, name: string, pod: NodePod]>();
+  /** A Pod left the node's cache. */
+  readonly onPodGone = new Listeners<[namespace: string, name: string]>();
+  /** An active request of the node was added or changed (one of a Pod). */
+  readonly onRequestChange = new Listeners<[request: ContainerRecreateRequest]>();
+
+  constructor({ client, nodeName, metrics, log }: NodeCacheDeps) {
+    this.active = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
+      client,
+      path: requestPath(),
+      labelSelector: `${LABEL_NODE_NAME}=${nodeName},${LABEL_ACTIVE}=true`,
+      project: keptRequest,
+      pageSize: REQUEST_PAGE_SIZE,
+      indexBy: podUidIndex,
+      onChange: (_key, r) => {
+        if (!r?.spec?.podName) return;
+        this.onRequestChange.tell(r);
+      },
+      onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+      log,
+    });
+    // Only compact projections of each Pod on this node are kept.
+    this.pods = new ProjectingInformer<V1Pod, NodePod>({
+      client,
+      path: podPath(),
+      fieldSelector: `spec.nodeName=${nodeName}`,
+      project: projectNodePod,
+      // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
+      indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
+      onChange: (key, cached) => {
+        const [namespace, name] = splitKey(key);
+        if (cached) this.onPodChange.tell(namespace, name, cached);
+        else this.onPodGone.tell(namespace, name);
+      },
+      onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+      log,
+    });
+  }
+
+  /** The Pod as the Reconciler reads it. */
+  agentPod(namespace: string, name: string): AgentPod | undefined {
+    return this.pods.get(namespacedKey(namespace, name))?.pod;
+  }
+
+  /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
+  sidecarPod(namespace: string, name: string): PodProjection | undefined {
+    return this.pods.get(namespacedKey(namespace, name))?.termination;
+  }
+
+  /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
+  sidecarPodOfContainer(containerID: string): PodProjection | undefined {
+    return this.pods.byIndex(containerID)[0]?.termination;
+  }
+
+  /** The node's active requests, in a namespace or in all. */
+  requests(namespace?: string): ContainerRecreateRequest[] {
+    return this.active.list(namespace);
+  }
+
+  /** The Pod's active requests on this node, by its uid. */
+  activeRequests(namespace: string, podUid: string): ContainerRecreateRequest[] {
+    return this.active.byIndex(podUid).filter((r) => r.metadata.namespace === namespace);
+  }
+
+  /** Whether the named Pod has an active request on this node. */
+  hasRequests(namespace: string, name: string): boolean {
+    return this.active.list(namespace).some((r) => r.spec?.podName === name);
+  }
+
+  /** Why the watches are not ready, or undefined. */
+  notReadyReason(): string | undefined {
+    if (!this.pods.isSynced()) return 'pod watch not synced';
+    if (!this.active.isSynced()) return 'request watch not synced';
+    return undefined;
+  }
+
+  start(): void {
+    this.pods.start();
+    this.active.start();
+  }
+
+  stop(): void {
+    this.pods.stop();
+    this.active.stop();
+  }
+}

@@ -1,0 +1,62 @@
+// The controller's cluster cache (R6, R48): every request, indexed by the Pod uids it names; the Pods
+// the sidecar rules may concern; its subscribers told in the order they subscribed.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
+import { podPath } from '../common/kube/paths.ts';
+import { createLogger } from '../common/log.ts';
+import { FakeKubeApi } from '../test/support/fake-api.ts';
+import { main, makePod, sidecar, UID, WHEN_JOB_EXIT } from '../test/support/pods.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { ClusterCache } from './cluster-cache.ts';
+
+const metrics = { watchRestarts: { inc: () => {} } } as unknown as ControllerMetrics;
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cond(), 'condition not reached');
+}
+
+const request = (name: string): ContainerRecreateRequest => ({
+  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ContainerRecreateRequest',
+  metadata: { name, namespace: 'ns', labels: { [LABEL_POD_UID]: UID } },
+  spec: { podName: 'job-pod', containers: [{ name: 'proxy' }] },
+}) as ContainerRecreateRequest;
+
+/** A Job's Pod with a marked sidecar, a service's Pod (restartPolicy Always), and one request. */
+function cluster(): FakeKubeApi {
+  const api = new FakeKubeApi();
+  api.set(podPath('ns', 'job-pod'), makePod({ containers: [main('main', { exit: 0 }), sidecar('proxy', 'running', [WHEN_JOB_EXIT])] }));
+  api.set(podPath('ns', 'service'), { ...makePod({ containers: [main('main')], restartPolicy: 'Always' }), metadata: { name: 'service', namespace: 'ns', uid: 'other' } });
+  api.set(requestPath('ns', 'r1'), request('r1'));
+  return api;
+}
+
+describe('ClusterCache (R6, R48)', () => {
+  it('keeps the requests and the Pods of interest, found as the controllers read them, and tells its subscribers in order', async () => {
+    const api = cluster();
+    const cache = new ClusterCache({ client: api, metrics, log: createLogger('test', 'error') });
+    const told: string[] = [];
+    cache.onRequestChange.add((key) => told.push(`request ${key}`));
+    cache.onRequestChange.add((_key, r) => told.push(`its Pod ${r.spec.podName}`));
+    cache.onPodChange.add((key) => told.push(`pod ${key}`));
+    cache.onPodGone.add((key) => told.push(`gone ${key}`));
+    cache.start();
+    try {
+      await until(() => cache.isSynced());
+      assert.equal(cache.request('ns', 'r1')?.metadata.name, 'r1');
+      assert.equal(cache.pod('ns/job-pod')?.pod.uid, UID);
+      assert.equal(cache.pod('ns/service'), undefined, 'restartPolicy Always');
+      assert.deepEqual(cache.requestsForPod('ns', UID).map((r) => r.metadata.name), ['r1']);
+      assert.deepEqual([...cache.requestKeys()], ['ns/r1']);
+      assert.deepEqual([...cache.podKeys()], ['ns/job-pod']);
+      await until(() => told.length === 3);
+      assert.deepEqual(told.filter((t) => !t.startsWith('pod')), ['request ns/r1', 'its Pod job-pod']);
+      api.remove(podPath('ns', 'job-pod'));
+      await until(() => told.includes('gone ns/job-pod'));
+    } finally {
+      cache.stop();
+    }
+  });
+});

@@ -1,0 +1,105 @@
+// The controller's view of the cluster's requests and Pods, from two watches: every request (indexed
+// by the Pod uids it names) and the Pods the sidecar rules may concern (compact projections). Readers
+// ask it; who must hear of a change subscribes, in the order subscribed.
+import { now } from '../common/clock.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeApi } from '../common/kube/api.ts';
+import { podPath } from '../common/kube/paths.ts';
+import type { Logger } from '../common/log.ts';
+import { Listeners } from '../common/listeners.ts';
+import { namespacedKey, ProjectingInformer } from '../common/informer.ts';
+import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
+import { requestPath } from '../api/container-recreate-request.ts';
+import { mayNeedSidecarTermination } from '../rules/classify.ts';
+import { mayBeHeldByUnmarkedSidecar } from '../rules/unmarked-sidecars.ts';
+import { projectPod } from '../rules/projection.ts';
+import { keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import type { WatchedPod } from './sidecar-controller.ts';
+
+export interface ClusterCacheDeps {
+  client: Pick<KubeApi, 'get' | 'watch'>;
+  metrics: Pick<ControllerMetrics, 'watchRestarts'>;
+  log: Logger;
+}
+
+export class ClusterCache {
+  private readonly requestInformer: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
+  private readonly podInformer: ProjectingInformer<V1Pod, WatchedPod>;
+  private readonly informers: readonly { start(): void; stop(): void; isSynced(): boolean }[];
+  /** A request was added or changed. */
+  readonly onRequestChange = new Listeners<[key: string, request: ContainerRecreateRequest]>();
+  /** A Pod of interest was added or changed. */
+  readonly onPodChange = new Listeners<[key: string]>();
+  /** A Pod left the cache (deleted, or no longer of interest). */
+  readonly onPodGone = new Listeners<[key: string]>();
+
+  constructor({ client, metrics, log }: ClusterCacheDeps) {
+    this.requestInformer = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
+      client,
+      path: requestPath(),
+      project: keptRequest,
+      pageSize: REQUEST_PAGE_SIZE,
+      // By the uid in the label and in the name: a request that took our name is found whatever its labels.
+      indexBy: requestPodUids,
+      onChange: (key, r) => {
+        if (!r) return;
+        this.onRequestChange.tell(key, r);
+      },
+      onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+      log,
+    });
+    // Only Pods that may need their sidecars stopped, or be held by a well-known sidecar nobody marked
+    // (R52), are kept, and only as a compact projection;
+    // the API server already leaves out restartPolicy Always Pods (most of a cluster).
+    this.podInformer = new ProjectingInformer<V1Pod, WatchedPod>({
+      client,
+      path: podPath(),
+      fieldSelector: 'spec.restartPolicy!=Always',
+      project: (p) => {
+        const pod = projectPod(p);
+        return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) ? { pod, receivedAtMs: now() } : undefined;
+      },
+      onChange: (key, cached) => {
+        (cached ? this.onPodChange : this.onPodGone).tell(key);
+      },
+      onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+      log,
+    });
+    this.informers = [this.requestInformer, this.podInformer];
+  }
+
+  request(namespace: string, name: string): ContainerRecreateRequest | undefined {
+    return this.requestInformer.get(namespacedKey(namespace, name));
+  }
+
+  pod(key: string): WatchedPod | undefined {
+    return this.podInformer.get(key);
+  }
+
+  /** The requests of the namespace that name the Pod's uid (in the label or in the name). */
+  requestsForPod(namespace: string, uid: string): ContainerRecreateRequest[] {
+    return this.requestInformer.byIndex(uid).filter((r) => r.metadata.namespace === namespace);
+  }
+
+  requestKeys(): IterableIterator<string> {
+    return this.requestInformer.keys();
+  }
+
+  podKeys(): IterableIterator<string> {
+    return this.podInformer.keys();
+  }
+
+  isSynced(): boolean {
+    return this.informers.every((informer) => informer.isSynced());
+  }
+
+  /** Starts the watches: the requests first. */
+  start(): void {
+    for (const informer of this.informers) informer.start();
+  }
+
+  stop(): void {
+    for (const informer of this.informers) informer.stop();
+  }
+}
