@@ -50,8 +50,8 @@ export class ClusterCache {
       log,
     });
     // Only Pods that may need their sidecars stopped, or be held by a well-known sidecar nobody marked
-    // (R52), are kept, and only as a compact projection;
-    // the API server already leaves out restartPolicy Always Pods (most of a cluster).
+    // (R52), are kept, and only as a compact projection; the API server already leaves out
+    // restartPolicy Always Pods (most of a cluster).
     this.podInformer = new ProjectingInformer<V1Pod, WatchedPod>({
       client,
       path: podPath(),

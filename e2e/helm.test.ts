@@ -519,12 +519,15 @@ async function podsSelectedBy(matchLabels: Record<string, string>) {
   return list.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running');
 }
 
-async function leaderHeld(): Promise<void> {
+/** The running controller Pod that holds the Lease, if any. */
+async function leaderPod(): Promise<V1Pod | undefined> {
   const leases = clients().kc.makeApiClient(k8s.CoordinationV1Api);
-  await waitFor(async () => {
-    const holder = (await leases.readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE })).spec?.holderIdentity;
-    return holder && (await runningPods('controller')).some((p) => holder.startsWith(`${p.metadata!.name}-`));
-  }, { description: `a controller Pod of ${RELEASE_NAMESPACE} holding the Lease`, timeoutMs: 90_000 });
+  const holder = (await leases.readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE })).spec?.holderIdentity;
+  return holder ? (await runningPods('controller')).find((p) => holder.startsWith(`${p.metadata!.name}-`)) : undefined;
+}
+
+async function leaderHeld(): Promise<void> {
+  await waitFor(leaderPod, { description: `a controller Pod of ${RELEASE_NAMESPACE} holding the Lease`, timeoutMs: 90_000 });
 }
 
 /** A Job whose sidecar runs until stopped; resolves with its request once the Job is complete. */
@@ -667,9 +670,8 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
     const named = metricFamiliesInReadme();
     assert.ok(named.agent.length >= 20 && named.controller.length >= 15, `the README's Metrics section as read: ${JSON.stringify(named)}`);
     const served = async (pod: V1Pod, port: number) => new Set([...(await scrapePod(pod, port)).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
-    const holder = (await clients().kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE })).spec?.holderIdentity ?? '';
-    const leader = (await runningPods('controller')).find((p) => holder.startsWith(`${p.metadata!.name}-`));
-    assert.ok(leader, `the Lease holder ${holder} among the running controller Pods`);
+    const leader = await leaderPod();
+    assert.ok(leader, 'a running controller Pod holds the Lease');
     const agent = await served((await runningPods('agent'))[0]!, AGENT_METRICS_PORT);
     const controller = await served(leader, CONTROLLER_METRICS_PORT);
     const missing = [

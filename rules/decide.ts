@@ -17,7 +17,7 @@ import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, 
 import { boundedDelayMs } from './decision.ts';
 import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
-import { mainsDone } from './main-done.ts';
+import { mainsDone, statusesComplete } from './main-done.ts';
 import { imageAllowed } from './image-reference.ts';
 import { allMainsSucceeded, phasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
@@ -120,10 +120,6 @@ function statusOf(pod: PodProjection, name: string): ContainerStatusProjection |
 
 function isTerminated(pod: PodProjection, name: string): boolean {
   return statusOf(pod, name)?.state.kind === 'terminated';
-}
-
-function statusesComplete(pod: PodProjection): boolean {
-  return pod.containers.every((c) => statusOf(pod, c.name) !== undefined);
 }
 
 /**

@@ -87,6 +87,11 @@ function notDone(pod: PodProjection, status: ContainerStatusProjection): NotDone
   return after === 'container' ? 'restarted' : undefined;
 }
 
+/** Every spec container has a status entry: until then, kubelet has not reported the whole Pod. */
+export function statusesComplete(pod: PodProjection): boolean {
+  return pod.containers.every((c) => pod.statuses.some((s) => s.name === c.name));
+}
+
 /** Every main is done; a Pod without a main has none done (such a Pod is not ours). */
 export function mainsDone(pod: PodProjection, mains: readonly string[]): boolean {
   return mains.length > 0 && mains.every((name) => mainVerdict(pod, name).done);

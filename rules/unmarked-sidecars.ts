@@ -4,7 +4,7 @@
 import { ANNOTATION_SIDECARS, ANNOTATION_STOP_LAST, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
-import { mainsDone } from './main-done.ts';
+import { mainsDone, statusesComplete } from './main-done.ts';
 import { repositoryOf } from './image-reference.ts';
 import type { ContainerProjection, PodProjection } from './projection.ts';
 
@@ -55,7 +55,7 @@ export interface UnmarkedHolder {
  * while a container has no status: then nothing shows that the Pod's work is over.
  */
 export function unmarkedHolders(pod: PodProjection, mains: readonly string[]): UnmarkedHolder[] {
-  if (!pod.containers.every((c) => pod.statuses.some((s) => s.name === c.name))) return [];
+  if (!statusesComplete(pod)) return [];
   const holders: UnmarkedHolder[] = [];
   const others: string[] = [];
   for (const name of mains) {
