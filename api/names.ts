@@ -56,6 +56,8 @@ export const EVENT_REASONS = {
   nodeNotFound: 'SidecarNodeNotFound',
   /** The API refused a request the controller built (e.g. invalid); it is not retried in a loop. */
   requestRejected: 'SidecarTerminationRequestRejected',
+  /** An Audit sidecar policy would have stopped sidecars of this Pod now; nothing was stopped. */
+  policyAudit: 'SidecarPolicyAudit',
   /** A well-known sidecar nobody marked keeps the Pod running after its other containers are done. */
   unmarkedSidecarHoldsPod: 'UnmarkedSidecarHoldingPod',
 } as const;

@@ -84,6 +84,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private newestSeen = '';
   private synced = false;
   private stopped = false;
+  /** What project() keeps has changed: list again, then watch from the new list. */
+  private relistWanted = false;
   private backoffMs = 500;
   private abort: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -105,6 +107,15 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   isSynced(): boolean {
     return this.synced;
+  }
+
+  /**
+   * Lists again (from the API server's watch cache) and watches on from there: for when what
+   * project() keeps has changed, so objects it dropped before are looked at again.
+   */
+  requestRelist(): void {
+    this.relistWanted = true;
+    this.abort?.abort();
   }
 
   get(key: string): P | undefined {
@@ -136,7 +147,10 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private async run(): Promise<void> {
     if (this.stopped) return;
     try {
-      if (!this.resourceVersion) await this.relist();
+      while (!this.resourceVersion || this.relistWanted) {
+        this.relistWanted = false;
+        await this.relist();
+      }
       this.abort = new AbortController();
       await this.o.client.watch<T & { code?: number }>(
         this.o.path,
@@ -201,6 +215,10 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private onDone(err: unknown): void {
     this.abort = undefined;
     if (this.stopped) return;
+    if (this.relistWanted) {
+      void this.run();
+      return;
+    }
     if (statusCode(err) === 410) this.resourceVersion = '';
     if (!err) {
       // The server closed a healthy watch (its timeout): resume at once from where we were.

@@ -24,6 +24,8 @@ import { SidecarController } from './sidecar-controller.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
+import { applyPolicies } from '../rules/policies.ts';
+import { POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
 
 export interface RunningController {
   stop(): Promise<void>;
@@ -113,6 +115,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     client, log, metrics,
     cachedPod: (key) => cache.pod(key),
     requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
+    withPolicies: (pod) => applyPolicies(pod, cache.policies.namespaceLabels(pod.namespace), cache.policies.policies()),
     nodeKind: (name) => nodes.kindOf(name),
     events,
     options: {
@@ -136,6 +139,13 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
   cache.onPodGone.add((key) => sidecarController.forget(key));
 
+  let writingStatuses = false;
+  const policyStatuses = setInterval(() => {
+    if (writingStatuses || !cache.isSynced()) return;
+    writingStatuses = true;
+    const deps = { client, log, policies: () => cache.policies.all(), matchedPods: () => sidecarController.matchedPods() };
+    void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));
+  }, POLICY_STATUS_INTERVAL_MS);
   const resync = setInterval(() => {
     for (const key of cache.requestKeys()) requestQueue.add(key);
     for (const key of cache.podKeys()) podQueue.add(key);
@@ -146,6 +156,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     synced: () => nodes.isSynced() && cache.isSynced(),
     stop: () => {
       clearInterval(resync);
+      clearInterval(policyStatuses);
       requestQueue.stop();
       podQueue.stop();
       nodes.stop();

@@ -26,6 +26,12 @@ export function createControllerMetrics() {
       labelNames: ['sidecar'] as const,
       registers: [registry],
     }),
+    policyAuditPods: new Counter({
+      name: 'sidecar_terminator_controller_policy_audit_pods_total',
+      help: 'Pods an Audit sidecar policy would have stopped sidecars of (each Pod once), by cluster policy, or by namespace for namespaced ones.',
+      labelNames: ['policy'] as const,
+      registers: [registry],
+    }),
     requestsCreated: new Counter({ name: 'sidecar_terminator_controller_requests_created_total', help: 'Requests created to stop sidecars.', registers: [registry] }),
     retries: new Counter({ name: 'sidecar_terminator_controller_retries_total', help: 'Further requests created because a sidecar was still running after the previous one.', registers: [registry] }),
     imagePatches: new Counter({ name: 'sidecar_terminator_controller_image_patches_total', help: 'Pods whose sidecar images were swapped on virtual nodes.', registers: [registry] }),

@@ -19,6 +19,9 @@ import { requestName, requestPodUids } from '../rules/requests.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
 
+import type { SidecarPolicy } from '../rules/policies.ts';
+import { applyPolicies, parsePolicy } from '../rules/policies.ts';
+
 const metrics = createControllerMetrics();
 const log = createLogger('test', 'error');
 const KEY = 'ns/job-pod';
@@ -30,6 +33,7 @@ interface HarnessOptions {
   node?: NodeKind;
   /** How the node's kind is found, instead of `node`. */
   nodeKind?: (name: string) => Promise<NodeKind>;
+  policies?: SidecarPolicy[];
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -43,6 +47,7 @@ function harness(o: HarnessOptions = {}) {
     cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
     requestsForPod: (namespace, uid) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
       .filter((r) => requestPodUids(r).includes(uid)),
+    withPolicies: (pod) => applyPolicies(pod, {}, o.policies ?? []),
     nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
     metrics,
@@ -241,5 +246,47 @@ describe('SidecarController: Pods held by a well-known sidecar nobody marked (R5
     assert.deepEqual(await held(), ['istio=1']);
     h.controller.forget(KEY);
     assert.deepEqual(await held(), []);
+  });
+});
+
+describe('SidecarController: sidecar policies (R54)', () => {
+  const policy = (name: string, spec: object, scope: 'cluster' | 'namespaced' = 'cluster', namespace = 'ns'): SidecarPolicy => {
+    const parsed = parsePolicy({ metadata: { name, namespace }, spec }, scope);
+    assert.ok(parsed.valid);
+    return parsed.policy;
+  };
+  const held = makePod({ containers: [main('app', exited(0)), main('mesh-proxy')] });
+
+  it('Enforce: the policy-marked container is stopped through a request, and the event names the policy', async () => {
+    const h = harness({ pod: held, policies: [policy('mesh', { containers: [{ name: 'mesh-*' }] })] });
+    await h.controller.reconcile(KEY);
+    assert.equal(h.creates().length, 1);
+    const stopping = (await h.events()).find((e) => e.reason === EVENT_REASONS.stopping);
+    assert.match(stopping!.message, /"mesh-proxy" \(ClusterSidecarPolicy\/mesh\)/);
+    assert.deepEqual([...h.controller.matchedPods()], [['ClusterSidecarPolicy/mesh', 1]]);
+    h.controller.forget(KEY);
+    assert.deepEqual([...h.controller.matchedPods()], []);
+  });
+
+  it('Audit: nothing stopped; one Event per Pod naming the policy and what it would do, counted once by policy', async () => {
+    metrics.policyAuditPods.reset();
+    const h = harness({ pod: held, policies: [policy('mesh', { mode: 'Audit', containers: [{ name: 'mesh-proxy' }] }, 'namespaced')] });
+    for (let i = 0; i < 3; i++) await h.controller.reconcile(KEY);
+    assert.deepEqual(h.creates(), []);
+    const audits = (await h.events()).filter((e) => e.reason === EVENT_REASONS.policyAudit);
+    assert.equal(audits.length, 1);
+    assert.match(audits[0]!.message, /would now stop "mesh-proxy" \(SidecarPolicy\/ns\/mesh\) through a ContainerRecreateRequest/);
+    const counted = (await metrics.policyAuditPods.get()).values.map((v) => `${v.labels.policy}=${v.value}`);
+    assert.deepEqual(counted, ['SidecarPolicy/ns=1'], 'namespaced policies are counted by namespace');
+  });
+
+  it('Audit beside Enforce: the enforced one acts, the audited one is not reported for the same container', async () => {
+    const h = harness({
+      pod: held,
+      policies: [policy('a-audit', { mode: 'Audit', containers: [{ name: 'mesh-proxy' }] }), policy('b-enforce', { containers: [{ name: 'mesh-proxy' }] })],
+    });
+    await h.controller.reconcile(KEY);
+    assert.equal(h.creates().length, 1);
+    assert.ok(!(await h.reasons()).includes(`Normal ${EVENT_REASONS.policyAudit}`));
   });
 });

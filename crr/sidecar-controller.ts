@@ -17,6 +17,7 @@ import { decide, requestRejectedWarning } from '../rules/decide.ts';
 import type { CreateRequest, Decision } from '../rules/decision.ts';
 import type { DecisionEvent } from '../rules/events.ts';
 import { EmittedEvents, warning } from '../rules/events.ts';
+import { auditedAsEnforced, policyAuditEvent } from '../rules/policies.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import type { SidecarTerminatorOptions } from '../rules/requests.ts';
 import { projectRequest } from '../rules/requests.ts';
@@ -57,6 +58,8 @@ export interface SidecarControllerDeps {
   client: Pick<KubeApi, 'create' | 'patch'>;
   cachedPod: (key: string) => WatchedPod | undefined;
   requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
+  /** The Pod with the sidecar policies that apply to it laid over (R54). */
+  withPolicies: (pod: PodProjection) => PodProjection;
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
   nodeKind: (nodeName: string) => Promise<NodeKind>;
   events: EventRecorder;
@@ -75,6 +78,8 @@ export class SidecarController {
   private readonly nodeMissingUntil = new Map<string, number>();
   /** By Pod key: the well-known sidecars nobody marked that hold it open (R52), behind the held-Pods gauge. */
   private readonly heldBy = new Map<string, string[]>();
+  /** By Pod key: the policies that mark one of its containers (R54), behind each policy's matchedPods. */
+  private readonly matchedBy = new Map<string, string[]>();
 
   constructor(deps: SidecarControllerDeps) {
     this.deps = deps;
@@ -86,6 +91,14 @@ export class SidecarController {
     this.emitted.forget(podKey);
     this.nodeMissingUntil.delete(podKey);
     this.setHeld(podKey, []);
+    this.matchedBy.delete(podKey);
+  }
+
+  /** How many watched Pods each policy marks a container of (R54), by policy id. */
+  matchedPods(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const ids of this.matchedBy.values()) for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+    return counts;
   }
 
   /** How many Pods have events remembered (bounded by the cached Pods once forget is called for the rest). */
@@ -96,7 +109,8 @@ export class SidecarController {
   async reconcile(key: string): Promise<QueueResult | void> {
     const cached = this.deps.cachedPod(key);
     if (!cached?.pod.nodeName) return;
-    const { pod } = cached;
+    const pod = this.deps.withPolicies(cached.pod);
+    this.setMatched(key, pod);
     const missingFor = (this.nodeMissingUntil.get(key) ?? 0) - this.now();
     if (missingFor > 0) return { requeueAfterMs: missingFor };
     let node: NodeKind;
@@ -108,7 +122,10 @@ export class SidecarController {
     }
     this.nodeMissingUntil.delete(key);
     const requests = this.deps.requestsForPod(pod.namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
-    const decision = decide(pod, node, { requests, nowMs: this.now(), options: this.deps.options });
+    const context = { requests, nowMs: this.now(), options: this.deps.options };
+    const decision = decide(pod, node, context);
+    const audited = auditedAsEnforced(pod);
+    if (audited !== pod) this.audit(key, pod, decide(audited, node, context));
     this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
     this.setHeld(key, decision.kind === 'notHandled' ? (decision.holders ?? []).map((h) => h.sidecar.id) : []);
     this.deps.log.debug('decided', { pod: key, node, decision: decision.kind, message: decision.message });
@@ -179,6 +196,30 @@ export class SidecarController {
     return { requeueAfterMs: REJECTED_RETRY_MS };
   }
 
+  /**
+   * Audit mode (R54): what an Audit policy would have done, were it enforced, said once per Pod as
+   * an Event and counted by policy; nothing is acted on.
+   */
+  private audit(key: string, pod: PodProjection, wouldBe: Decision): void {
+    if (wouldBe.kind !== 'createRequest' && wouldBe.kind !== 'swapImages') return;
+    const audited = pod.containers.filter((c) => c.auditPolicy && !c.policy);
+    const acting = new Set(wouldBe.kind === 'createRequest' ? wouldBe.containers : wouldBe.swaps.map((s) => s.container));
+    const byPolicy = audited.filter((c) => acting.has(c.name));
+    if (byPolicy.length === 0) return;
+    const event = policyAuditEvent(byPolicy.map((c) => ({ container: c.name, policy: c.auditPolicy!.policy })), wouldBe.kind);
+    for (const emitted of this.emitted.take(key, pod.uid, [event])) {
+      this.deps.events.emit(pod, emitted);
+      const series = new Set(byPolicy.map((c) => policySeries(c.auditPolicy!.policy)));
+      for (const policy of series) this.deps.metrics.policyAuditPods.inc({ policy });
+    }
+  }
+
+  private setMatched(key: string, pod: PodProjection): void {
+    const ids = [...new Set(pod.containers.flatMap((c) => [c.policy?.policy, c.auditPolicy?.policy]).filter((id) => id !== undefined))];
+    if (ids.length > 0) this.matchedBy.set(key, ids);
+    else this.matchedBy.delete(key);
+  }
+
   /** Moves the Pod between the gauge's series: counted once per kind of sidecar holding it. */
   private setHeld(key: string, sidecars: readonly string[]): void {
     const now = [...new Set(sidecars)];
@@ -192,6 +233,15 @@ export class SidecarController {
   private emit(key: string, pod: PodProjection, events: DecisionEvent[]): void {
     for (const event of this.emitted.take(key, pod.uid, events)) this.deps.events.emit(pod, event);
   }
+}
+
+/**
+ * A metric series per cluster policy, but per namespace for namespaced ones: a namespace user may
+ * create any number of policies, and must not be able to grow our metrics with them.
+ */
+function policySeries(policy: string): string {
+  const parts = policy.split('/');
+  return parts.length === 3 ? `${parts[0]}/${parts[1]}` : policy;
 }
 
 function outcomeLabel(decision: Decision): string {

@@ -17,7 +17,7 @@ const classifyOne = (env: V1EnvVar[], annotations: Record<string, string> = {}) 
   classify(projectPod(makePod({ containers: [{ name: 'c', env }, main('app')], annotations })));
 
 describe('classify: R1–R3 marker table (docs/design.md), one container', () => {
-  const rows: Array<{ row: string; env: V1EnvVar[]; annotations?: Record<string, string>; want: Omit<Sidecar, 'tier'> | undefined }> = [
+  const rows: Array<{ row: string; env: V1EnvVar[]; annotations?: Record<string, string>; want: Omit<Sidecar, 'tier' | 'markedBy'> | undefined }> = [
     { row: 'no marker: main', env: [], want: undefined },
     { row: 'WHEN_JOB_EXIT=true', env: [WHEN_JOB_EXIT], want: { name: 'c', viaRequest: true, ignoreExitCode: false } },
     {
@@ -93,7 +93,9 @@ describe('classify: R1–R3 marker table (docs/design.md), one container', () =>
   for (const r of rows) {
     it(r.row, () => {
       const result = classifyOne(r.env, r.annotations);
-      assert.deepEqual(result.sidecars[0], r.want && { ...r.want, tier: 0 });
+      // Named by the env when an env marker (other than IGNORE_EXIT_CODE) makes it one.
+      const markedBy = r.env.some((e) => e.name !== ENV_IGNORE_EXIT_CODE) ? 'env' : 'annotation';
+      assert.deepEqual(result.sidecars[0], r.want && { ...r.want, tier: 0, markedBy });
       assert.deepEqual(result.mains, r.want ? ['app'] : ['c', 'app']);
     });
   }
@@ -179,9 +181,9 @@ describe('classify: annotations', () => {
 });
 
 describe('classify (R5): what can be acted on where', () => {
-  const requestOnly: Sidecar = { name: 's', viaRequest: true, ignoreExitCode: false, tier: 0 };
-  const imageOnly: Sidecar = { name: 's', viaRequest: false, swapImage: 'exit0:1', ignoreExitCode: false, tier: 0 };
-  const both: Sidecar = { name: 's', viaRequest: true, swapImage: 'exit0:1', ignoreExitCode: false, tier: 0 };
+  const requestOnly: Sidecar = { name: 's', viaRequest: true, ignoreExitCode: false, tier: 0, markedBy: 'env' };
+  const imageOnly: Sidecar = { name: 's', viaRequest: false, swapImage: 'exit0:1', ignoreExitCode: false, tier: 0, markedBy: 'env' };
+  const both: Sidecar = { name: 's', viaRequest: true, swapImage: 'exit0:1', ignoreExitCode: false, tier: 0, markedBy: 'env' };
   const rows: Array<[string, Sidecar, NodeKind, boolean]> = [
     ['request sidecar on a real node', requestOnly, 'real', true],
     ['request sidecar on a virtual node', requestOnly, 'virtual', false],

@@ -10,6 +10,7 @@ import {
 } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
+import type { PolicyMarker } from './policy-marker.ts';
 import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';
 import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
 
@@ -30,9 +31,11 @@ export interface Sidecar {
   ignoreExitCode: boolean;
   /**
    * Its stop tier on real nodes (R53): a sidecar is asked to stop only once every sidecar of a lower
-   * tier has exited. 1 when the stop-last annotation names it, else 0.
+   * tier has exited. 1 when the stop-last annotation names it, else 0; a policy's stopTier (R54).
    */
   tier: number;
+  /** What made it a sidecar, for the events that act on it: `env`, `annotation`, or a policy (R54). */
+  markedBy: string;
 }
 
 export interface Classification {
@@ -70,7 +73,7 @@ function toSidecar(
 ): Sidecar | undefined {
   const viaRequest = container.markers.whenJobExit || annotatedSidecars.has(container.name);
   const swapImage = container.markers.withImage;
-  if (!viaRequest && !swapImage) return undefined;
+  if (!viaRequest && !swapImage) return container.policy && fromPolicy(container.name, container.policy);
   const ignoreMarked = container.markers.ignoreExitCode || annotatedIgnore.has(container.name);
   return {
     name: container.name,
@@ -78,7 +81,27 @@ function toSidecar(
     ...(swapImage ? { swapImage } : {}),
     ignoreExitCode: viaRequest && ignoreMarked,
     tier: viaRequest && stopLast.has(container.name) ? 1 : 0,
+    markedBy: container.markers.whenJobExit || swapImage ? 'env' : 'annotation',
   };
+}
+
+/** A sidecar by an Enforce policy alone (applyPolicies leaves Pod-marked containers unset): stopped through requests. */
+function fromPolicy(name: string, policy: PolicyMarker): Sidecar {
+  return {
+    name,
+    viaRequest: true,
+    ...(policy.swapImage ? { swapImage: policy.swapImage } : {}),
+    ignoreExitCode: policy.ignoreExitCode,
+    tier: policy.stopTier,
+    markedBy: policy.policy,
+  };
+}
+
+/** The events acting on sidecars say what made each one a sidecar, when a policy did (R54). */
+export function policyNote(sidecars: readonly Sidecar[]): string {
+  const byPolicy = sidecars.filter((s) => s.markedBy !== 'env' && s.markedBy !== 'annotation');
+  if (byPolicy.length === 0) return '';
+  return ` Made sidecar${byPolicy.length > 1 ? 's' : ''} by policy: ${byPolicy.map((s) => `"${s.name}" (${s.markedBy})`).join(', ')}.`;
 }
 
 /**

@@ -2,7 +2,7 @@
 // its sidecars are stopped on real and virtual nodes, and when the controller sets its phase.
 import { MAX_REQUEST_CONTAINERS } from '../api/container-recreate-request.ts';
 import type { Classification, NodeKind, Sidecar } from './classify.ts';
-import { classify, isStoppableOn, notStoppableWarning } from './classify.ts';
+import { classify, isStoppableOn, notStoppableWarning, policyNote } from './classify.ts';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
@@ -259,7 +259,8 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
       (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (${ANNOTATION_STOP_LAST}).` : '') +
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
-        : ''),
+        : '') +
+      policyNote(facts.classification.sidecars.filter((s) => containers.includes(s.name))),
   );
   const retryEvents = previous ? [retryWarning(previous, retried, name, attempt, delaySeconds)] : [];
   return {
@@ -435,7 +436,8 @@ function swapImages(facts: Facts, swaps: ImageSwap[], node: Exclude<NodeKind, 'r
     boundedKey(EVENT_REASONS.replacingImage, swaps.map((s) => `${s.container}=${s.to}`)),
     `Main containers are done; stopping sidecar${plural(names)} by replacing ` +
       joinSample(swaps.map((s) => `the image of "${s.container}" with ${clip(s.to, 200)}`)) +
-      ` (${SWAP_NODES[node]}: the new container exits at once).`,
+      ` (${SWAP_NODES[node]}: the new container exits at once).` +
+      policyNote(facts.classification.sidecars.filter((s) => names.includes(s.name))),
   );
   return { kind: 'swapImages', swaps, events: [...facts.events, event], message: `swap images of ${quoteList(names)}` };
 }

@@ -11,6 +11,7 @@ import {
   ENV_TERMINATE_WITH_IMAGE,
 } from '../api/names.ts';
 import { toMs } from '../common/time.ts';
+import type { PolicyMarker } from './policy-marker.ts';
 import type { RestartRuleProjection } from './restart-rules.ts';
 import { matchingRule } from './restart-rules.ts';
 
@@ -34,6 +35,10 @@ export interface ContainerProjection {
   probeKills: boolean;
   /** A resize of one of its resources restarts it (resizePolicy RestartContainer): kubelet kills it and starts it again. */
   restartsOnResize: boolean;
+  /** The Enforce policy that makes it a sidecar (R54), set by applyPolicies, never by the projection. */
+  policy?: PolicyMarker;
+  /** The Audit policy that would (R54): reported, never acted on. */
+  auditPolicy?: PolicyMarker;
 }
 
 /** `containers[].restartPolicy` and `restartPolicyRules`, as kubelet reads them after an exit (R7). */
@@ -82,6 +87,9 @@ export interface PodProjection {
   terminationGracePeriodSeconds?: number;
   /** status.startTime, else the creation time: where a wait starts when a main's finish time is unknown. */
   startTimeMs?: number;
+  /** The Pod's labels, for policy selectors (R54); none kept when there are more than MAX_POD_LABELS. */
+  labels: Record<string, string>;
+  labelsTruncated: boolean;
   /** Our annotations, parsed here once and bounded whatever their size (never the raw strings). */
   annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation; stopLast: NameListAnnotation };
   containers: ContainerProjection[];
@@ -116,6 +124,8 @@ export const MAX_ANNOTATION_CHARS = 32_768;
 export const MAX_ANNOTATION_NAMES = 1_000;
 /** Unknown names kept for the Warning. */
 export const MAX_UNKNOWN_SAMPLE = 5;
+/** Labels of a Pod kept for policy selectors; a Pod with more is matched by no selector that reads labels. */
+export const MAX_POD_LABELS = 64;
 /** A container name is a DNS label: at most 63 characters. */
 export const MAX_CONTAINER_NAME_CHARS = 63;
 
@@ -141,6 +151,7 @@ export function projectPod(pod: V1Pod): PodProjection {
     deleting: meta.deletionTimestamp != null,
     terminationGracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? undefined,
     ...(startTimeMs !== undefined ? { startTimeMs } : {}),
+    ...boundedLabels(meta.labels),
     annotations: {
       sidecars: annotation(ANNOTATION_SIDECARS),
       ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE),
@@ -206,6 +217,13 @@ function parseNameListAnnotation(value: string | undefined, containers: Readonly
 /** Whether the annotation names anything at all (known or not). */
 export function namesAnything(annotation: NameListAnnotation): boolean {
   return annotation.containers.length > 0 || annotation.initContainers.length > 0 || annotation.unknownCount > 0;
+}
+
+/** A Pod's labels for selectors, or none and a flag when there are more than policies read. */
+function boundedLabels(labels: Record<string, string> | undefined): { labels: Record<string, string>; labelsTruncated: boolean } {
+  const entries = Object.entries(labels ?? {});
+  if (entries.length > MAX_POD_LABELS) return { labels: {}, labelsTruncated: true };
+  return { labels: Object.fromEntries(entries), labelsTruncated: false };
 }
 
 function projectContainer(container: V1Container): ContainerProjection {

@@ -83,6 +83,8 @@ describe(`the Helm chart (${CHART})`, () => {
   it("carries the kustomize manifests' CRD, alerts and dashboard byte for byte", () => {
     for (const [copy, source] of [
       ['files/crd.yaml', 'manifests/base/crd.yaml'],
+      ['files/crd-clustersidecarpolicies.yaml', 'manifests/base/crd-clustersidecarpolicies.yaml'],
+      ['files/crd-sidecarpolicies.yaml', 'manifests/base/crd-sidecarpolicies.yaml'],
       ['files/prometheusrule.yaml', 'manifests/optional/prometheusrule.yaml'],
       ['files/grafana-dashboard.json', 'manifests/optional/grafana-dashboard.json'],
     ] as const) {

@@ -1,0 +1,25 @@
+// The sidecar policy resources (R54): ClusterSidecarPolicy (cluster-scoped, written by cluster
+// administrators) and SidecarPolicy (namespaced, applies in its own namespace only).
+import { resourcePath } from '../common/kube/paths.ts';
+import { API_VERSION } from './container-recreate-request.ts';
+
+export const CLUSTER_POLICY_KIND = 'ClusterSidecarPolicy';
+export const NAMESPACED_POLICY_KIND = 'SidecarPolicy';
+const CLUSTER_POLICY_PLURAL = 'clustersidecarpolicies';
+const NAMESPACED_POLICY_PLURAL = 'sidecarpolicies';
+
+export const clusterPolicyPath = (name?: string, subresource?: string) =>
+  resourcePath(API_VERSION, CLUSTER_POLICY_PLURAL, undefined, name, subresource);
+export const namespacedPolicyPath = (namespace?: string, name?: string, subresource?: string) =>
+  resourcePath(API_VERSION, NAMESPACED_POLICY_PLURAL, namespace, name, subresource);
+
+/** The condition a policy's status carries: whether the controller could read it. */
+export const POLICY_CONDITION_VALID = 'Valid';
+
+/** What the controller writes to a policy's status. */
+export interface SidecarPolicyStatus {
+  observedGeneration?: number;
+  /** Pods in which the policy marks a container, among the Pods the controller watches now. */
+  matchedPods?: number;
+  conditions?: { type: string; status: 'True' | 'False'; reason: string; message: string; lastTransitionTime: string }[];
+}

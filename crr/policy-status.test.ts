@@ -1,0 +1,31 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { parsePolicy } from '../rules/policies.ts';
+import { statusUpdate } from './policy-status.ts';
+import type { WatchedPolicy } from './policy-store.ts';
+
+const NOW = '2026-01-01T00:00:00Z';
+const watched = (spec: object, status: WatchedPolicy['status'] = {}): WatchedPolicy => ({
+  scope: 'cluster', name: 'mesh', generation: 2, parsed: parsePolicy({ metadata: { name: 'mesh' }, spec }, 'cluster'), status,
+});
+
+describe('R54: policy status', () => {
+  it('a valid policy: Valid True, its matched Pods, the generation seen; written again only when something changed', () => {
+    const status = statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }), 3, NOW)!;
+    assert.deepEqual(status, {
+      observedGeneration: 2, matchedPods: 3,
+      conditions: [{ type: 'Valid', status: 'True', reason: 'Valid', message: 'The policy is in effect.', lastTransitionTime: NOW }],
+    });
+    assert.equal(statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }, status), 3, '2026-01-02T00:00:00Z'), undefined);
+    const more = statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }, status), 4, '2026-01-02T00:00:00Z')!;
+    assert.equal(more.matchedPods, 4);
+    assert.equal(more.conditions![0]!.lastTransitionTime, NOW, 'the condition did not change: its transition time stays');
+  });
+
+  it('an invalid policy: Valid False with the reason, no Pods matched', () => {
+    const status = statusUpdate(watched({ containers: [{}] }), 5, NOW)!;
+    assert.equal(status.matchedPods, 0);
+    assert.equal(status.conditions![0]!.status, 'False');
+    assert.match(status.conditions![0]!.message, /not in effect: spec.containers\[0\]: name or image is needed/);
+  });
+});

@@ -1,0 +1,171 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
+import { classify } from './classify.ts';
+import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
+import { applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, precedenceOrder, selectorMatches } from './policies.ts';
+import { projectPod } from './projection.ts';
+import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support/pods.ts';
+import { decide } from './decide.ts';
+
+const policy = (name: string, spec: Record<string, unknown>, scope: PolicyScope = 'cluster', namespace = 'ns'): SidecarPolicy => {
+  const parsed = parsePolicy({ metadata: { name, namespace }, spec }, scope);
+  assert.ok(parsed.valid, parsed.valid ? '' : parsed.reason);
+  return parsed.policy;
+};
+
+const withLabels = (pod: V1Pod, labels: Record<string, string>): V1Pod => ({ ...pod, metadata: { ...pod.metadata, labels } });
+const meshPod = (labels: Record<string, string> = { app: 'batch' }) =>
+  withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy', 'running', { image: 'docker.io/istio/proxyv2:1.24.0' })] }), labels);
+const marked = (pod: V1Pod, policies: SidecarPolicy[], nsLabels: Record<string, string> | undefined = {}) =>
+  applyPolicies(projectPod(pod), nsLabels, policies).containers.map((c) => `${c.name}:${c.policy?.policy ?? '-'}:${c.auditPolicy?.policy ?? '-'}`);
+
+describe('R54: globMatches', () => {
+  const rows: Array<[string, string, boolean]> = [
+    ['istio-proxy', 'istio-proxy', true],
+    ['istio-proxy', 'istio-proxy2', false],
+    ['istio-*', 'istio-proxy', true],
+    ['*-proxy', 'linkerd-proxy', true],
+    ['*proxy*', 'a-proxy-b', true],
+    ['?aprd', 'daprd', true],
+    ['?aprd', 'ddaprd', false],
+    ['*', '', true],
+    ['', '', true],
+    ['', 'x', false],
+    ['docker.io/istio/proxyv2:*', 'docker.io/istio/proxyv2:1.24.0', true],
+    ['a*b*c', 'aXbYbZc', true],
+    ['a*b*c', 'aXbYbZ', false],
+  ];
+  for (const [pattern, value, want] of rows) {
+    it(`${JSON.stringify(pattern)} ~ ${JSON.stringify(value)}: ${want}`, () => assert.equal(globMatches(pattern, value), want));
+  }
+
+  it('a hostile pattern of many stars against a long value stays fast (no regular expression from input)', () => {
+    const started = process.hrtime.bigint();
+    assert.equal(globMatches(`${'*a'.repeat(128)}b`, 'a'.repeat(4096)), false);
+    assert.ok(process.hrtime.bigint() - started < 2_000_000_000n);
+  });
+});
+
+describe('R54: selectorMatches', () => {
+  const sel = (s: Partial<LabelSelector>): LabelSelector => ({ matchLabels: {}, matchExpressions: [], ...s });
+  const labels = { app: 'batch', tier: 'etl' };
+  const rows: Array<[string, LabelSelector, boolean]> = [
+    ['empty selects all', sel({}), true],
+    ['matchLabels equal', sel({ matchLabels: { app: 'batch' } }), true],
+    ['matchLabels differ', sel({ matchLabels: { app: 'web' } }), false],
+    ['In', sel({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['etl', 'ml'] }] }), true],
+    ['In, absent key', sel({ matchExpressions: [{ key: 'team', operator: 'In', values: ['x'] }] }), false],
+    ['NotIn, absent key', sel({ matchExpressions: [{ key: 'team', operator: 'NotIn', values: ['x'] }] }), true],
+    ['NotIn', sel({ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['etl'] }] }), false],
+    ['Exists', sel({ matchExpressions: [{ key: 'app', operator: 'Exists', values: [] }] }), true],
+    ['DoesNotExist', sel({ matchExpressions: [{ key: 'app', operator: 'DoesNotExist', values: [] }] }), false],
+    ['a key named like an Object member is not found', sel({ matchExpressions: [{ key: 'constructor', operator: 'Exists', values: [] }] }), false],
+  ];
+  for (const [row, selector, want] of rows) it(row, () => assert.equal(selectorMatches(selector, labels), want));
+});
+
+describe('R54: parsePolicy refuses what it cannot read, with the reason', () => {
+  const rows: Array<[string, unknown, PolicyScope, RegExp]> = [
+    ['no spec', { metadata: { name: 'p' } }, 'cluster', /^spec: must be an object/],
+    ['no containers', { metadata: { name: 'p' }, spec: {} }, 'cluster', /spec.containers: must be a list/],
+    ['empty containers', { metadata: { name: 'p' }, spec: { containers: [] } }, 'cluster', /at least one entry/],
+    ['an empty entry', { metadata: { name: 'p' }, spec: { containers: [{}] } }, 'cluster', /name or image is needed/],
+    ['name * alone', { metadata: { name: 'p' }, spec: { containers: [{ name: '*' }] } }, 'cluster', /matches every container/],
+    ['too many entries', { metadata: { name: 'p' }, spec: { containers: Array(17).fill({ name: 'x' }) } }, 'cluster', /at most 16 entries/],
+    ['a long pattern', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x'.repeat(257) }] } }, 'cluster', /at most 256 characters/],
+    ['a tier out of range', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopTier: 10 }] } }, 'cluster', /stopTier/],
+    ['a bad mode', { metadata: { name: 'p' }, spec: { mode: 'DryRun', containers: [{ name: 'x' }] } }, 'cluster', /spec.mode/],
+    ['a bad operator', { metadata: { name: 'p' }, spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }, containers: [{ name: 'x' }] } }, 'cluster', /operator/],
+    ['In without values', { metadata: { name: 'p' }, spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] }, containers: [{ name: 'x' }] } }, 'cluster', /values: needed/],
+    ['a namespaced policy with a namespace selector', { metadata: { name: 'p', namespace: 'ns' }, spec: { namespaceSelector: {}, containers: [{ name: 'x' }] } }, 'namespaced', /own namespace only/],
+  ];
+  for (const [row, object, scope, reason] of rows) {
+    it(row, () => {
+      const parsed = parsePolicy(object, scope);
+      assert.equal(parsed.valid, false);
+      assert.match(parsed.valid ? '' : parsed.reason, reason);
+    });
+  }
+});
+
+describe('R54: which policy marks which container', () => {
+  it('by name glob, by image as written or in full; the event names the policy', () => {
+    assert.deepEqual(marked(meshPod(), [policy('mesh', { containers: [{ name: 'istio-*' }] })]), ['app:-:-', 'istio-proxy:ClusterSidecarPolicy/mesh:-']);
+    assert.deepEqual(marked(meshPod(), [policy('mesh', { containers: [{ image: 'istio/proxyv2:*' }] })])[1], 'istio-proxy:-:-',
+      'a short pattern does not match an image written in full');
+    assert.deepEqual(marked(meshPod(), [policy('mesh', { containers: [{ image: 'docker.io/istio/proxyv2:*' }] })])[1], 'istio-proxy:ClusterSidecarPolicy/mesh:-');
+    const short = withLabels(makePod({ containers: [main('app', exited(0)), main('proxy', 'running', { image: 'istio/proxyv2:1.24.0' })] }), {});
+    assert.deepEqual(marked(short, [policy('mesh', { containers: [{ image: 'docker.io/istio/proxyv2:*' }] })])[1], 'proxy:ClusterSidecarPolicy/mesh:-', 'spelled out in full');
+  });
+
+  it('precedence: the namespace\'s own policies by name, then the cluster\'s by name; a policy of another namespace never', () => {
+    const order = precedenceOrder([
+      policy('b', { containers: [{ name: 'x' }] }),
+      policy('z', { containers: [{ name: 'x' }] }, 'namespaced'),
+      policy('a', { containers: [{ name: 'x' }] }),
+      policy('m', { containers: [{ name: 'x' }] }, 'namespaced'),
+    ]);
+    assert.deepEqual(order.map((p) => `${p.scope}/${p.name}`), ['namespaced/m', 'namespaced/z', 'cluster/a', 'cluster/b']);
+    const policies = [policy('a-cluster', { containers: [{ name: 'istio-proxy', stopTier: 1 }] }), policy('z-local', { containers: [{ name: 'istio-proxy' }] }, 'namespaced')];
+    assert.deepEqual(marked(meshPod(), policies)[1], 'istio-proxy:SidecarPolicy/ns/z-local:-');
+    const elsewhere = [policy('local', { containers: [{ name: 'istio-proxy' }] }, 'namespaced', 'other')];
+    assert.deepEqual(marked(meshPod(), elsewhere)[1], 'istio-proxy:-:-', 'a SidecarPolicy reaches no Pod outside its namespace');
+  });
+
+  it('the Pod\'s own markers win: a container it marks is never decided by a policy', () => {
+    const pod = withLabels(makePod({ containers: [main('app', exited(0)), sidecar('istio-proxy')], annotations: {} }), {});
+    assert.deepEqual(marked(pod, [policy('mesh', { containers: [{ name: 'istio-proxy', ignoreExitCode: true, stopTier: 3 }] })])[1], 'istio-proxy:-:-');
+    const annotated = withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy')], annotations: { [ANNOTATION_SIDECARS]: 'istio-proxy' } }), {});
+    const classified = classify(applyPolicies(projectPod(annotated), {}, [policy('mesh', { containers: [{ name: 'istio-proxy', stopTier: 3 }] })]));
+    assert.deepEqual(classified.sidecars.map((s) => [s.name, s.markedBy, s.tier]), [['istio-proxy', 'annotation', 0]]);
+  });
+
+  it('selectors: Pod labels, namespace labels (unknown namespace: no match), too many Pod labels: no match', () => {
+    const byPod = [policy('mesh', { podSelector: { matchLabels: { app: 'batch' } }, containers: [{ name: 'istio-proxy' }] })];
+    assert.deepEqual(marked(meshPod(), byPod)[1], 'istio-proxy:ClusterSidecarPolicy/mesh:-');
+    assert.deepEqual(marked(meshPod({ app: 'web' }), byPod)[1], 'istio-proxy:-:-');
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`l${i}`, 'v']));
+    assert.deepEqual(marked(meshPod({ ...many, app: 'batch' }), byPod)[1], 'istio-proxy:-:-');
+    const byNamespace = [policy('mesh', { namespaceSelector: { matchLabels: { mesh: 'on' } }, containers: [{ name: 'istio-proxy' }] })];
+    assert.deepEqual(marked(meshPod(), byNamespace, { mesh: 'on' })[1], 'istio-proxy:ClusterSidecarPolicy/mesh:-');
+    assert.deepEqual(marked(meshPod(), byNamespace, { mesh: 'off' })[1], 'istio-proxy:-:-');
+    assert.deepEqual(marked(meshPod(), byNamespace, undefined)[1], 'istio-proxy:-:-');
+  });
+
+  it('Audit and Enforce are kept apart; auditedAsEnforced lays the audited ones over', () => {
+    const policies = [policy('a', { mode: 'Audit', containers: [{ name: 'istio-proxy' }] })];
+    const pod = applyPolicies(projectPod(meshPod()), {}, policies);
+    assert.deepEqual(classify(pod).sidecars, [], 'an Audit policy makes no sidecar');
+    assert.deepEqual(classify(auditedAsEnforced(pod)).sidecars.map((s) => s.markedBy), ['ClusterSidecarPolicy/a']);
+    const plain = projectPod(meshPod());
+    assert.equal(auditedAsEnforced(plain), plain, 'no audit marker: the same object (no second decision)');
+  });
+
+  it('mayMatchPolicy: only by the container entries, whatever the selectors (they are read at decision time)', () => {
+    const pod = projectPod(meshPod());
+    assert.equal(mayMatchPolicy(pod, [policy('mesh', { podSelector: { matchLabels: { no: 'match' } }, containers: [{ name: 'istio-*' }] })]), true);
+    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'linkerd-*' }] })]), false);
+    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'istio-*' }] }, 'namespaced', 'other')]), false);
+  });
+});
+
+describe('R54: decisions with policy-marked sidecars', () => {
+  const decideWith = (pod: V1Pod, policies: SidecarPolicy[]) => decide(applyPolicies(projectPod(pod), {}, policies), 'real', { requests: [], nowMs: NOW });
+
+  it('a policy-marked sidecar is stopped through a request; the event names the policy; tiers come from stopTier', () => {
+    const pod = withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy'), main('shipper')] }), {});
+    const decision = expectKind(decideWith(pod, [policy('mesh', { containers: [{ name: 'istio-proxy', stopTier: 1 }, { name: 'shipper' }] })]), 'createRequest');
+    assert.deepEqual(decision.containers, ['shipper'], 'the proxy waits for the lower tier');
+    const stopping = decision.events.find((e) => e.reason === EVENT_REASONS.stopping)!;
+    assert.match(stopping.message, /"shipper" \(ClusterSidecarPolicy\/mesh\)/);
+  });
+
+  it('a policy that matches every container leaves the Pod alone with a Warning', () => {
+    const pod = withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy')] }), {});
+    const decision = decideWith(pod, [policy('all', { containers: [{ name: '*', image: '*' }] })]);
+    assert.equal(decision.kind, 'notHandled');
+    assert.ok(decision.events.some((e) => e.reason === EVENT_REASONS.noMainContainer));
+  });
+});

@@ -1,0 +1,314 @@
+// Sidecar policies (R54): containers made sidecars by a cluster-wide or namespace-wide rule instead of
+// a marker in every Pod, for the sidecars a webhook injects. Parsed and bounded here, matched here;
+// the Pod's own markers always win over any policy.
+import { CLUSTER_POLICY_KIND, NAMESPACED_POLICY_KIND } from '../api/sidecar-policy.ts';
+import { EVENT_REASONS } from '../api/names.ts';
+import type { DecisionEvent } from './events.ts';
+import { normal } from './events.ts';
+import { normalizedImage } from './image-reference.ts';
+import type { ContainerProjection, PodProjection } from './projection.ts';
+import type { PolicyMarker, PolicyMode } from './policy-marker.ts';
+
+
+/** Where a policy applies: every namespace its selector picks, or only its own namespace. */
+export type PolicyScope = 'cluster' | 'namespaced';
+
+/** Bounds the CRDs set too: a policy over them is invalid, whatever reached us. */
+export const MAX_POLICY_CONTAINERS = 16;
+export const MAX_PATTERN_CHARS = 256;
+export const MAX_SELECTOR_TERMS = 16;
+export const MAX_SELECTOR_VALUES = 64;
+export const MAX_STOP_TIER = 9;
+
+export interface SelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values: string[];
+}
+
+/** A Kubernetes label selector; empty selects everything. */
+export interface LabelSelector {
+  matchLabels: Record<string, string>;
+  matchExpressions: SelectorRequirement[];
+}
+
+/** What a policy says of the containers one of its entries matches. */
+export interface ContainerRule {
+  /** Glob (`*`, `?`) on the container's name; absent matches any name. */
+  name?: string;
+  /** Glob on the image, as written in the Pod or spelled out in full; absent matches any image. */
+  image?: string;
+  ignoreExitCode: boolean;
+  /** The image swapped in on virtual and agentless nodes. */
+  swapImage?: string;
+  /** R53: stopped only once every running sidecar of a lower tier has exited. */
+  stopTier: number;
+}
+
+export interface SidecarPolicy {
+  scope: PolicyScope;
+  /** The namespaced policy's own namespace; absent for a cluster policy. */
+  namespace?: string;
+  name: string;
+  mode: PolicyMode;
+  /** Cluster policies only; absent selects every namespace. */
+  namespaceSelector: LabelSelector;
+  podSelector: LabelSelector;
+  containers: ContainerRule[];
+}
+
+/** A policy as read: usable, or refused with the reason its status gives. */
+export type ParsedPolicy = { valid: true; policy: SidecarPolicy } | { valid: false; reason: string };
+
+/** How a policy is named in events and metrics: `ClusterSidecarPolicy/x` or `SidecarPolicy/ns/x`. */
+export function policyId(policy: Pick<SidecarPolicy, 'scope' | 'namespace' | 'name'>): string {
+  return policy.scope === 'cluster' ? `${CLUSTER_POLICY_KIND}/${policy.name}` : `${NAMESPACED_POLICY_KIND}/${policy.namespace}/${policy.name}`;
+}
+
+// ---- parsing: every field checked and bounded, never trusted ----
+
+class Invalid extends Error {}
+
+/** Reads one policy object of either kind; anything out of shape or bounds makes it invalid, never a throw. */
+export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
+  try {
+    const o = record(object, 'the object');
+    const meta = record(o.metadata, 'metadata');
+    const spec = record(o.spec, 'spec');
+    const name = text(meta.name, 'metadata.name', 253);
+    const namespace = scope === 'namespaced' ? text(meta.namespace, 'metadata.namespace', 63) : undefined;
+    if (scope === 'namespaced' && spec.namespaceSelector !== undefined) {
+      throw new Invalid('spec.namespaceSelector: a SidecarPolicy applies to its own namespace only');
+    }
+    const mode = spec.mode === undefined ? 'Enforce' : spec.mode;
+    if (mode !== 'Enforce' && mode !== 'Audit') throw new Invalid('spec.mode: must be Enforce or Audit');
+    const entries = list(spec.containers, 'spec.containers', MAX_POLICY_CONTAINERS);
+    if (entries.length === 0) throw new Invalid('spec.containers: at least one entry is needed');
+    return {
+      valid: true,
+      policy: {
+        scope,
+        ...(namespace !== undefined ? { namespace } : {}),
+        name,
+        mode,
+        namespaceSelector: selector(spec.namespaceSelector, 'spec.namespaceSelector'),
+        podSelector: selector(spec.podSelector, 'spec.podSelector'),
+        containers: entries.map((e, i) => containerRule(e, `spec.containers[${i}]`)),
+      },
+    };
+  } catch (err) {
+    if (err instanceof Invalid) return { valid: false, reason: err.message };
+    throw err;
+  }
+}
+
+function containerRule(value: unknown, at: string): ContainerRule {
+  const o = record(value, at);
+  const name = optionalText(o.name, `${at}.name`, MAX_PATTERN_CHARS);
+  const image = optionalText(o.image, `${at}.image`, MAX_PATTERN_CHARS);
+  if (name === undefined && image === undefined) throw new Invalid(`${at}: name or image is needed (an empty entry would match every container)`);
+  if (name === '*' && image === undefined) throw new Invalid(`${at}: name "*" without an image matches every container, mains too`);
+  const swapImage = optionalText(o.swapImage, `${at}.swapImage`, MAX_PATTERN_CHARS);
+  const stopTier = o.stopTier === undefined ? 0 : o.stopTier;
+  if (typeof stopTier !== 'number' || !Number.isInteger(stopTier) || stopTier < 0 || stopTier > MAX_STOP_TIER) {
+    throw new Invalid(`${at}.stopTier: must be a whole number from 0 to ${MAX_STOP_TIER}`);
+  }
+  if (o.ignoreExitCode !== undefined && typeof o.ignoreExitCode !== 'boolean') throw new Invalid(`${at}.ignoreExitCode: must be true or false`);
+  return {
+    ...(name !== undefined ? { name } : {}),
+    ...(image !== undefined ? { image } : {}),
+    ignoreExitCode: o.ignoreExitCode === true,
+    ...(swapImage ? { swapImage } : {}),
+    stopTier,
+  };
+}
+
+function selector(value: unknown, at: string): LabelSelector {
+  if (value === undefined || value === null) return { matchLabels: {}, matchExpressions: [] };
+  const o = record(value, at);
+  const labels = o.matchLabels === undefined ? {} : record(o.matchLabels, `${at}.matchLabels`);
+  const labelEntries = Object.entries(labels);
+  if (labelEntries.length > MAX_SELECTOR_TERMS) throw new Invalid(`${at}.matchLabels: at most ${MAX_SELECTOR_TERMS} labels`);
+  const matchLabels: Record<string, string> = {};
+  for (const [key, v] of labelEntries) matchLabels[text(key, `${at}.matchLabels key`, 317)] = text(v, `${at}.matchLabels.${key}`, 63, true);
+  const expressions = list(o.matchExpressions ?? [], `${at}.matchExpressions`, MAX_SELECTOR_TERMS).map((e, i): SelectorRequirement => {
+    const where = `${at}.matchExpressions[${i}]`;
+    const r = record(e, where);
+    const operator = r.operator;
+    if (operator !== 'In' && operator !== 'NotIn' && operator !== 'Exists' && operator !== 'DoesNotExist') {
+      throw new Invalid(`${where}.operator: must be In, NotIn, Exists or DoesNotExist`);
+    }
+    const values = list(r.values ?? [], `${where}.values`, MAX_SELECTOR_VALUES).map((v, j) => text(v, `${where}.values[${j}]`, 63, true));
+    const needsValues = operator === 'In' || operator === 'NotIn';
+    if (needsValues !== values.length > 0) throw new Invalid(`${where}.values: ${needsValues ? 'needed' : 'not allowed'} with ${operator}`);
+    return { key: text(r.key, `${where}.key`, 317), operator, values };
+  });
+  return { matchLabels, matchExpressions: expressions };
+}
+
+function record(value: unknown, at: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Invalid(`${at}: must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function list(value: unknown, at: string, max: number): unknown[] {
+  if (!Array.isArray(value)) throw new Invalid(`${at}: must be a list`);
+  if (value.length > max) throw new Invalid(`${at}: at most ${max} entries`);
+  return value;
+}
+
+function text(value: unknown, at: string, max: number, emptyAllowed = false): string {
+  if (typeof value !== 'string' || (!emptyAllowed && value === '')) throw new Invalid(`${at}: must be a non-empty string`);
+  if (value.length > max) throw new Invalid(`${at}: at most ${max} characters`);
+  return value;
+}
+
+function optionalText(value: unknown, at: string, max: number): string | undefined {
+  return value === undefined ? undefined : text(value, at, max);
+}
+
+// ---- matching ----
+
+/**
+ * `*` matches any run of characters, `?` any one; everything else itself. Iterative, with one
+ * backtrack point: linear in practice and never worse than pattern × value (no regular expression
+ * built from user input).
+ */
+export function globMatches(pattern: string, value: string): boolean {
+  let p = 0;
+  let v = 0;
+  let star = -1;
+  let resume = 0;
+  while (v < value.length) {
+    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === value[v])) {
+      p++;
+      v++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = v;
+    } else if (star >= 0) {
+      p = star + 1;
+      v = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && pattern[p] === '*') p++;
+  return p === pattern.length;
+}
+
+export function selectorMatches(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
+  for (const [key, value] of Object.entries(selector.matchLabels)) if (labels[key] !== value) return false;
+  return selector.matchExpressions.every((r) => {
+    const has = Object.hasOwn(labels, r.key);
+    switch (r.operator) {
+      case 'In': return has && r.values.includes(labels[r.key]!);
+      case 'NotIn': return !has || !r.values.includes(labels[r.key]!);
+      case 'Exists': return has;
+      case 'DoesNotExist': return !has;
+    }
+  });
+}
+
+function readsLabels(selector: LabelSelector): boolean {
+  return Object.keys(selector.matchLabels).length > 0 || selector.matchExpressions.length > 0;
+}
+
+function ruleMatches(rule: ContainerRule, container: ContainerProjection): boolean {
+  if (rule.name !== undefined && !globMatches(rule.name, container.name)) return false;
+  if (rule.image === undefined) return true;
+  return globMatches(rule.image, container.image) || globMatches(rule.image, normalizedImage(container.image));
+}
+
+/**
+ * Policies in the order they are tried: the Pod's namespace's own, then the cluster's, each by name.
+ * The first policy with an entry matching a container decides for it; within a policy, the first entry.
+ */
+export function precedenceOrder(policies: readonly SidecarPolicy[]): SidecarPolicy[] {
+  const rank = (p: SidecarPolicy) => (p.scope === 'namespaced' ? 0 : 1);
+  return [...policies].sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Whether any own marker (env or our annotations) names the container: then no policy applies to it. */
+function ownMarked(pod: PodProjection, container: ContainerProjection): boolean {
+  const m = container.markers;
+  if (m.whenJobExit || m.withImage !== undefined || m.ignoreExitCode) return true;
+  const a = pod.annotations;
+  return [a.sidecars, a.ignoreExitCode, a.stopLast].some((list) => list.containers.includes(container.name));
+}
+
+/**
+ * The Pod with each container's policy marker set: from the first policy (precedenceOrder) that
+ * applies to the Pod and has an entry for the container, separately for Enforce and Audit policies.
+ * `namespaceLabels` is undefined when the namespace is not known yet: cluster policies with a
+ * namespace selector then apply nowhere (never guessed).
+ */
+export function applyPolicies(
+  pod: PodProjection,
+  namespaceLabels: Readonly<Record<string, string>> | undefined,
+  policies: readonly SidecarPolicy[],
+): PodProjection {
+  const applying = precedenceOrder(policies).filter((p) => appliesTo(p, pod, namespaceLabels));
+  if (applying.length === 0) return pod;
+  const containers = pod.containers.map((container): ContainerProjection => {
+    if (ownMarked(pod, container)) return container;
+    const enforce = firstMarker(applying, 'Enforce', container);
+    const audit = firstMarker(applying, 'Audit', container);
+    if (!enforce && !audit) return container;
+    return { ...container, ...(enforce ? { policy: enforce } : {}), ...(audit ? { auditPolicy: audit } : {}) };
+  });
+  return { ...pod, containers };
+}
+
+function appliesTo(policy: SidecarPolicy, pod: PodProjection, namespaceLabels: Readonly<Record<string, string>> | undefined): boolean {
+  if (policy.scope === 'namespaced') {
+    if (policy.namespace !== pod.namespace) return false;
+  } else if (readsLabels(policy.namespaceSelector)) {
+    if (!namespaceLabels || !selectorMatches(policy.namespaceSelector, namespaceLabels)) return false;
+  }
+  if (!readsLabels(policy.podSelector)) return true;
+  return !pod.labelsTruncated && selectorMatches(policy.podSelector, pod.labels);
+}
+
+function firstMarker(policies: readonly SidecarPolicy[], mode: PolicyMode, container: ContainerProjection): PolicyMarker | undefined {
+  for (const policy of policies) {
+    if (policy.mode !== mode) continue;
+    const rule = policy.containers.find((r) => ruleMatches(r, container));
+    if (!rule) continue;
+    return {
+      policy: policyId(policy),
+      mode,
+      ignoreExitCode: rule.ignoreExitCode,
+      ...(rule.swapImage ? { swapImage: rule.swapImage } : {}),
+      stopTier: rule.stopTier,
+    };
+  }
+  return undefined;
+}
+
+/** The Pod as it would be were its Audit policies enforced: what audit mode reports on. */
+export function auditedAsEnforced(pod: PodProjection): PodProjection {
+  if (!pod.containers.some((c) => c.auditPolicy && !c.policy)) return pod;
+  return {
+    ...pod,
+    containers: pod.containers.map((c) => (c.auditPolicy && !c.policy ? { ...c, policy: c.auditPolicy } : c)),
+  };
+}
+
+/** Cheap pre-filter for the watch cache: some policy has an entry that could match one of the Pod's containers. */
+export function mayMatchPolicy(pod: PodProjection, policies: readonly SidecarPolicy[]): boolean {
+  return policies.some((p) => (p.scope === 'cluster' || p.namespace === pod.namespace) &&
+    pod.containers.some((c) => p.containers.some((r) => ruleMatches(r, c))));
+}
+
+/** The one Event per Pod of audit mode: which containers which policies would have stopped, and how. */
+export function policyAuditEvent(matches: readonly { container: string; policy: string }[], action: 'createRequest' | 'swapImages'): DecisionEvent {
+  const how = action === 'createRequest' ? 'through a ContainerRecreateRequest' : 'by swapping its image';
+  const what = matches.map((m) => `"${m.container}" (${m.policy})`).join(', ');
+  return normal(
+    EVENT_REASONS.policyAudit,
+    EVENT_REASONS.policyAudit,
+    `Audit: the main containers are done and the policy would now stop ${what} ${how}. Nothing was stopped: ` +
+      'the policy is in mode Audit; set spec.mode to Enforce to act.',
+  );
+}
