@@ -1,0 +1,122 @@
+// Sidecar policies (R54) end to end: Jobs whose templates mark nothing, released by a cluster or a
+// namespaced policy; audit mode; the Pod's own markers first; and what a namespace user may not do.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { EVENT_REASONS } from '../api/names.ts';
+import { clients, clusterEnv } from './support/cluster.ts';
+import type { JobSpec } from './support/jobs.ts';
+import * as jobs from './support/jobs.ts';
+import { container, podEvents, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import { kubectl } from './support/kubectl.ts';
+import { sleep, waitFor } from './support/wait.ts';
+import { containerStatus } from './support/workloads.ts';
+
+const { core } = clients();
+let namespace: string;
+let other: string;
+/** A namespace user: the built-in `edit` role in `namespace` only. */
+const TENANT = 'e2e-policy-tenant';
+
+function apply(object: object, ...asUser: string[]): string {
+  const env = clusterEnv();
+  return execFileSync(join(env.k8sBinDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, ...asUser, 'apply', '--validate=strict', '-f', '-'], {
+    input: JSON.stringify(object), encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+function refused(object: object, ...asUser: string[]): string {
+  try {
+    apply(object, ...asUser);
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr ?? err);
+  }
+  assert.fail(`the API server took ${JSON.stringify(object).slice(0, 200)}`);
+}
+
+const clusterPolicy = (name: string, spec: object) => ({
+  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name }, spec,
+});
+const namespacedPolicy = (ns: string, name: string, spec: object) => ({
+  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name, namespace: ns }, spec,
+});
+/** Only in this test's namespace: cluster policies must not reach the other e2e files' Pods. */
+const inNamespace = () => ({ matchLabels: { 'kubernetes.io/metadata.name': namespace } });
+const unmarkedJob = (proxy: string): JobSpec => ({ restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container(proxy, stopOnTerm(0))] });
+
+describe('sidecar policies (R54) on the local cluster', () => {
+  before(async () => {
+    await deployProject();
+    namespace = await createTestNamespace(core, 'policies');
+    other = await createTestNamespace(core, 'policies-other');
+    kubectl('-n', namespace, 'create', 'rolebinding', TENANT, '--clusterrole=edit', `--user=${TENANT}`);
+  });
+  after(async () => {
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    if (namespace) await deleteTestNamespace(core, namespace);
+    if (other) await deleteTestNamespace(core, other);
+  });
+
+  it('R54: a cluster policy releases a Job whose template marks nothing; the event names the policy; the status counts it', async () => {
+    apply(clusterPolicy('e2e-mesh', { namespaceSelector: inNamespace(), containers: [{ name: 'mesh-proxy' }] }));
+    await jobs.runJob(namespace, 'mesh', unmarkedJob('mesh-proxy'));
+    const { type } = await jobs.finishedJob(namespace, 'mesh');
+    assert.equal(type, 'Complete');
+    const events = await podEvents(await jobs.onlyPod(namespace, 'mesh'));
+    const stopping = events.find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.match(stopping ?? '', /"mesh-proxy" \(ClusterSidecarPolicy\/e2e-mesh\)/);
+    const valid = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.status.conditions[?(@.type=="Valid")].status}');
+    assert.equal(valid, 'True');
+  });
+
+  it('R54: the Pod\'s own marker wins: an env-marked sidecar a cluster policy also matches is stopped as the Pod says', async () => {
+    apply(clusterPolicy('e2e-own', { namespaceSelector: inNamespace(), containers: [{ name: 'own-proxy', stopTier: 1 }] }));
+    await jobs.runJob(namespace, 'own', { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('own-proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] });
+    assert.equal((await jobs.finishedJob(namespace, 'own')).type, 'Complete');
+    const stopping = (await podEvents(await jobs.onlyPod(namespace, 'own'))).find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.ok(stopping && !stopping.includes('ClusterSidecarPolicy'), `marked by its env, not the policy: ${stopping}`);
+  });
+
+  it('R54: a namespaced policy acts in its own namespace only; a namespace user may write it there, nowhere else, and no cluster policy', async () => {
+    const tenant = [`--as=${TENANT}`];
+    apply(namespacedPolicy(namespace, 'local', { containers: [{ name: 'local-proxy' }] }), ...tenant);
+    assert.match(refused(namespacedPolicy(other, 'reach', { containers: [{ name: 'local-proxy' }] }), ...tenant), /forbidden/i);
+    assert.match(refused(clusterPolicy('e2e-tenant', { containers: [{ name: 'local-proxy' }] }), ...tenant), /forbidden/i);
+    assert.match(refused(namespacedPolicy(namespace, 'wide', { namespaceSelector: {}, containers: [{ name: 'local-proxy' }] }), ...tenant),
+      /unknown field "spec.namespaceSelector"/);
+    assert.match(refused(namespacedPolicy(namespace, 'empty', { containers: [{}] }), ...tenant), /an entry needs name or image/);
+
+    await jobs.runJob(other, 'untouched', unmarkedJob('local-proxy'));
+    await jobs.runJob(namespace, 'local', unmarkedJob('local-proxy'));
+    assert.equal((await jobs.finishedJob(namespace, 'local')).type, 'Complete');
+    // The same container in the other namespace: its main long done, still running.
+    await sleep(5_000);
+    const pod = await jobs.onlyPod(other, 'untouched');
+    assert.ok(containerStatus(pod, 'main')?.state?.terminated, 'the main is done');
+    assert.ok(containerStatus(pod, 'local-proxy')?.state?.running, 'a SidecarPolicy reaches no Pod outside its namespace');
+  });
+
+  it('R54: audit mode stops nothing and reports each Pod once; switching mode to Enforce releases it', async () => {
+    apply(clusterPolicy('e2e-audit', { mode: 'Audit', namespaceSelector: inNamespace(), containers: [{ name: 'audit-proxy' }] }));
+    await jobs.runJob(namespace, 'audit', unmarkedJob('audit-proxy'));
+    const audit = `Normal ${EVENT_REASONS.policyAudit}:`;
+    const pod = await waitFor(async () => {
+      const p = await jobs.onlyPod(namespace, 'audit');
+      return (await podEvents(p)).some((e) => e.startsWith(audit)) ? p : undefined;
+    }, { description: `a ${EVENT_REASONS.policyAudit} Event`, timeoutMs: 60_000 });
+    await sleep(3_000);
+    const events = await podEvents(pod);
+    assert.equal(events.filter((e) => e.startsWith(audit)).length, 1, events.join('\n'));
+    assert.match(events.find((e) => e.startsWith(audit))!, /"audit-proxy" \(ClusterSidecarPolicy\/e2e-audit\)/);
+    const fresh = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+    assert.ok(containerStatus(fresh, 'audit-proxy')?.state?.running, 'audit stops nothing');
+    const counted = `sidecar_terminator_controller_policy_audit_pods_total{policy="ClusterSidecarPolicy/e2e-audit"}`;
+    assert.ok(await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, counted) >= 1, counted);
+
+    kubectl('patch', 'clustersidecarpolicy', 'e2e-audit', '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
+    assert.equal((await jobs.finishedJob(namespace, 'audit')).type, 'Complete');
+  });
+});
