@@ -80,7 +80,8 @@ export function unmarkedHoldersWarning(holders: readonly UnmarkedHolder[]): Deci
   const proxies = holders.filter((h) => h.sidecar.proxy).map((h) => h.container);
   const message = `${quoteList(names)} (${what}) still running after every other container finished, and nothing marks ` +
     `${names.length === 1 ? 'it' : 'them'} as a sidecar: the Pod stays Running and its Job does not complete. Mark ` +
-    `${names.length === 1 ? 'it' : 'them'}: ${ENV_TERMINATE_WHEN_JOB_EXIT}=true in the env, or the Pod annotation ${ANNOTATION_SIDECARS}.` +
+    `${names.length === 1 ? 'it' : 'them'}: ${ENV_TERMINATE_WHEN_JOB_EXIT}=true in the env, the Pod annotation ${ANNOTATION_SIDECARS}, ` +
+    `or for every Pod at once a ClusterSidecarPolicy (or SidecarPolicy) with the entry ${holders.map((h) => `name: ${h.container}`).join(', ')}.` +
     (proxies.length > 0 ? ` To stop ${quoteList(proxies)} after the other sidecars (which may send through ${proxies.length === 1 ? 'it' : 'them'}), name ${proxies.length === 1 ? 'it' : 'them'} in ${ANNOTATION_STOP_LAST} too.` : '');
   return warning(EVENT_REASONS.unmarkedSidecarHoldsPod, `${EVENT_REASONS.unmarkedSidecarHoldsPod}/${names.join(',')}`, message);
 }
