@@ -3,12 +3,17 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
-import { container, podEvents, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { BUSYBOX, container, podEvents, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -45,6 +50,37 @@ const namespacedPolicy = (ns: string, name: string, spec: object) => ({
 });
 /** Only in this test's namespace: cluster policies must not reach the other e2e files' Pods. */
 const inNamespace = () => ({ matchLabels: { 'kubernetes.io/metadata.name': namespace } });
+const WEBHOOK = 'e2e-sidecar-injector.sidecar-terminator.dev';
+
+/**
+ * A real mutating admission webhook, served by this process on the host's loopback (where the API
+ * server runs) with a self-signed certificate: it adds the container `injected-proxy` to every Pod
+ * of the Job `injected`, as a mesh's injector would. The Job's template never names it.
+ */
+function startInjector(): Promise<{ server: Server; port: number; caBundle: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'e2e-injector-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+  const cert = readFileSync(join(dir, 'cert.pem'));
+  const key = readFileSync(join(dir, 'key.pem'));
+  rmSync(dir, { recursive: true });
+  const injected = { name: 'injected-proxy', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', stopOnTerm(0)] };
+  const server = createServer({ cert, key }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString()) as { request: { uid: string } };
+      const patch = Buffer.from(JSON.stringify([{ op: 'add', path: '/spec/containers/-', value: injected }])).toString('base64');
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+        response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch },
+      }));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port, caBundle: cert.toString('base64') })));
+}
+
 const unmarkedJob = (proxy: string): JobSpec => ({ restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container(proxy, stopOnTerm(0))] });
 
 describe('sidecar policies (R54) on the local cluster', () => {
@@ -54,8 +90,11 @@ describe('sidecar policies (R54) on the local cluster', () => {
     other = await createTestNamespace(core, 'policies-other');
     kubectl('-n', namespace, 'create', 'rolebinding', TENANT, '--clusterrole=edit', `--user=${TENANT}`);
   });
+  let injector: Server | undefined;
   after(async () => {
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
+    injector?.close();
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
   });
@@ -70,6 +109,29 @@ describe('sidecar policies (R54) on the local cluster', () => {
     assert.match(stopping ?? '', /"mesh-proxy" \(ClusterSidecarPolicy\/e2e-mesh\)/);
     const valid = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.status.conditions[?(@.type=="Valid")].status}');
     assert.equal(valid, 'True');
+  });
+
+  it('R54: a cluster policy releases a Job whose sidecar a real mutating webhook injected', async () => {
+    const started = await startInjector();
+    injector = started.server;
+    apply({
+      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: WEBHOOK },
+      webhooks: [{
+        name: WEBHOOK, admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail', timeoutSeconds: 5,
+        clientConfig: { url: `https://127.0.0.1:${started.port}/inject`, caBundle: started.caBundle },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+        namespaceSelector: inNamespace(), objectSelector: { matchLabels: { 'batch.kubernetes.io/job-name': 'injected' } },
+      }],
+    });
+    apply(clusterPolicy('e2e-injected', { namespaceSelector: inNamespace(), containers: [{ name: 'injected-*' }] }));
+    await jobs.runJob(namespace, 'injected', { restartPolicy: 'Never', containers: [container('main', 'sleep 2')] });
+    const { type } = await jobs.finishedJob(namespace, 'injected');
+    assert.equal(type, 'Complete');
+    const pod = await jobs.onlyPod(namespace, 'injected');
+    assert.deepEqual(pod.spec!.containers.map((c) => c.name), ['main', 'injected-proxy'], 'the webhook added the sidecar');
+    assert.equal(containerStatus(pod, 'injected-proxy')?.state?.terminated?.exitCode, 0);
+    const stopping = (await podEvents(pod)).find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.match(stopping ?? '', /"injected-proxy" \(ClusterSidecarPolicy\/e2e-injected\)/);
   });
 
   it('R54: the Pod\'s own marker wins: an env-marked sidecar a cluster policy also matches is stopped as the Pod says', async () => {
