@@ -10,6 +10,7 @@ import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { main, makePod, sidecar, UID, WHEN_JOB_EXIT } from '../test/support/pods.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { ClusterCache } from './cluster-cache.ts';
+import { clusterPolicyPath, namespacedPolicyPath } from '../api/sidecar-policy.ts';
 
 const metrics = { watchRestarts: { inc: () => {} } } as unknown as ControllerMetrics;
 
@@ -55,6 +56,37 @@ describe('ClusterCache (R6, R48)', () => {
       assert.deepEqual(told.filter((t) => !t.startsWith('pod')), ['request ns/r1', 'its Pod job-pod']);
       api.remove(podPath('ns', 'job-pod'));
       await until(() => told.includes('gone ns/job-pod'));
+    } finally {
+      cache.stop();
+    }
+  });
+});
+
+describe('ClusterCache: sidecar policies (R54)', () => {
+  it('a Pod kept by no marker is listed again and kept once a policy matches its container; a status write changes nothing', async () => {
+    const api = new FakeKubeApi();
+    api.set(podPath('ns', 'job-pod'), makePod({ containers: [main('main', { exit: 0 }), main('mesh-proxy')] }));
+    const cache = new ClusterCache({ client: api, metrics, log: createLogger('test', 'error') });
+    let changes = 0;
+    cache.policies.onChange.add(() => changes++);
+    cache.start();
+    try {
+      await until(() => cache.isSynced());
+      assert.equal(cache.pod('ns/job-pod'), undefined, 'nothing marks it yet');
+      const policy = { apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name: 'mesh', generation: 1 }, spec: { containers: [{ name: 'mesh-*' }] } };
+      api.set(clusterPolicyPath('mesh'), policy);
+      await until(() => changes === 1);
+      assert.deepEqual(cache.policies.forNamespace('ns').map((p) => p.name), ['mesh']);
+      for (let i = 0; i < 600 && !cache.pod('ns/job-pod'); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(cache.pod('ns/job-pod'), 'listed again and kept (within the relist delay)');
+      api.set(clusterPolicyPath('mesh'), { ...policy, status: { matchedPods: 1 } });
+      await until(() => cache.policies.all()[0]?.status.matchedPods === 1);
+      assert.equal(changes, 1, 'a status write is no change of policies');
+      api.set(namespacedPolicyPath('ns', 'bad'), { ...policy, kind: 'SidecarPolicy', metadata: { name: 'bad', namespace: 'ns' }, spec: { containers: [{}] } });
+      await until(() => cache.policies.all().length === 2);
+      const bad = cache.policies.all().find((p) => p.name === 'bad')!;
+      assert.equal(bad.parsed.valid, false, 'kept, for its status to say why');
+      assert.deepEqual(cache.policies.forNamespace('ns').map((p) => p.name), ['mesh']);
     } finally {
       cache.stop();
     }

@@ -75,7 +75,7 @@ export class ClusterCache {
       fieldSelector: 'spec.restartPolicy!=Always',
       project: (p) => {
         const pod = projectPod(p);
-        const kept = mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || mayMatchPolicy(pod, this.policies.policies());
+        const kept = mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || mayMatchPolicy(pod, this.policies.forNamespace(pod.namespace));
         return kept ? { pod, receivedAtMs: now() } : undefined;
       },
       onChange: (key, cached) => {

@@ -115,7 +115,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     client, log, metrics,
     cachedPod: (key) => cache.pod(key),
     requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
-    withPolicies: (pod) => applyPolicies(pod, cache.policies.namespaceLabels(pod.namespace), cache.policies.policies()),
+    withPolicies: (pod) => applyPolicies(pod, cache.policies.namespaceLabels(pod.namespace), cache.policies.forNamespace(pod.namespace)),
     nodeKind: (name) => nodes.kindOf(name),
     events,
     options: {

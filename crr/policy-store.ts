@@ -8,7 +8,7 @@ import { resourcePath } from '../common/kube/paths.ts';
 import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
 import { clusterPolicyPath, namespacedPolicyPath, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
 import type { ParsedPolicy, PolicyScope, SidecarPolicy } from '../rules/policies.ts';
-import { parsePolicy } from '../rules/policies.ts';
+import { parsePolicy, precedenceOrder } from '../rules/policies.ts';
 import { MAX_POD_LABELS } from '../rules/projection.ts';
 
 interface PolicyObject {
@@ -41,7 +41,11 @@ export class PolicyStore {
   private readonly namespacedPolicies: ProjectingInformer<PolicyObject, WatchedPolicy>;
   /** Labels by namespace; undefined for one with more labels than selectors read. */
   private readonly namespaces: ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>;
-  private valid: SidecarPolicy[] = [];
+  private cluster: SidecarPolicy[] = [];
+  /** Namespaced policies by namespace. */
+  private namespaced = new Map<string, SidecarPolicy[]>();
+  /** forNamespace's answers, until the policies change. */
+  private perNamespace = new Map<string, readonly SidecarPolicy[]>();
   /** What the valid policies say, as text: only a change in it is a change of policies (not a status write). */
   private fingerprint = '';
   /** The valid policies changed: what they match must be looked at again. */
@@ -69,9 +73,14 @@ export class PolicyStore {
     });
   }
 
-  /** The valid policies, in no particular order (applyPolicies orders them). */
-  policies(): readonly SidecarPolicy[] {
-    return this.valid;
+  /** The valid policies that may apply in a namespace (the cluster's and its own), in precedence order. */
+  forNamespace(namespace: string): readonly SidecarPolicy[] {
+    let policies = this.perNamespace.get(namespace);
+    if (!policies) {
+      policies = precedenceOrder([...(this.namespaced.get(namespace) ?? []), ...this.cluster]);
+      this.perNamespace.set(namespace, policies);
+    }
+    return policies;
   }
 
   /** Every policy kept, valid or not: whose status to write. */
@@ -104,7 +113,15 @@ export class PolicyStore {
     const valid = this.all().flatMap((p) => (p.parsed.valid ? [p.parsed.policy] : []));
     const fingerprint = valid.map((p) => JSON.stringify(p)).sort().join('\n');
     if (fingerprint === this.fingerprint) return;
-    this.valid = valid;
+    this.cluster = valid.filter((p) => p.scope === 'cluster');
+    this.namespaced = new Map();
+    for (const p of valid) {
+      if (p.scope !== 'namespaced') continue;
+      const list = this.namespaced.get(p.namespace!) ?? [];
+      list.push(p);
+      this.namespaced.set(p.namespace!, list);
+    }
+    this.perNamespace = new Map();
     this.fingerprint = fingerprint;
     this.onChange.tell();
   }
