@@ -107,8 +107,11 @@ describe('sidecar policies (R54) on the local cluster', () => {
     const events = await podEvents(await jobs.onlyPod(namespace, 'mesh'));
     const stopping = events.find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.match(stopping ?? '', /"mesh-proxy" \(ClusterSidecarPolicy\/e2e-mesh\)/);
-    const valid = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.status.conditions[?(@.type=="Valid")].status}');
-    assert.equal(valid, 'True');
+    // Statuses are brought up to date every 10 s.
+    await waitFor(() => {
+      const status = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.status.conditions[?(@.type=="Valid")].status} {.status.matchedPods}');
+      return status === 'True 1' ? status : undefined;
+    }, { description: 'policy e2e-mesh Valid, matching the Job\'s Pod', timeoutMs: 30_000 });
   });
 
   it('R54: a cluster policy releases a Job whose sidecar a real mutating webhook injected', async () => {
