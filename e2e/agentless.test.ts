@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, controllerLeader, deployProject } from './support/deploy.ts';
+import { AGENT, CONTROLLER, CONTROLLER_METRICS_PORT, NAMESPACE, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
 import { BUSYBOX, PAUSE, container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
@@ -179,6 +179,11 @@ describe('R22: a node where no agent runs', () => {
     const now = await clients().core.readNamespacedPod({ namespace: namespace!, name: pod.metadata!.name! });
     assert.equal(now.spec?.containers.find((c) => c.name === 'proxy')?.image, BUSYBOX, 'not swapped');
     assert.deepEqual(await eventsOf(now, EVENT_REASONS.replacingImage), []);
+    // One Pod refused: counted and logged once, however often the controller decides it again.
+    const leader = await controllerLeader();
+    assert.equal(await podMetric(leader, CONTROLLER_METRICS_PORT, 'sidecar_terminator_controller_image_swaps_refused_total'), 1);
+    const logged = kubectl('-n', NAMESPACE, 'logs', leader.metadata!.name!).split('\n').filter((l) => l.includes('image swap refused'));
+    assert.equal(logged.length, 1, logged.join('\n'));
     await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'unlisted', propagationPolicy: 'Background' });
   });
 

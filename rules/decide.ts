@@ -398,13 +398,21 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   return ignoreExitCodePatch(facts, running);
 }
 
+/** The key of the Warning for refused swaps, before the sidecars and images it names. */
+const SWAP_REFUSED_KEY = `${EVENT_REASONS.notStoppable}/image`;
+
+/** Whether an event is swapRefusedWarning's: the controller counts and logs each one it sends (R22). */
+export function isSwapRefusal(event: DecisionEvent): boolean {
+  return event.key.startsWith(`${SWAP_REFUSED_KEY}/`);
+}
+
 /** The one Warning per Pod for sidecars whose ..._WITH_IMAGE the operator does not allow where no agent runs. */
 function swapRefusedWarning(pod: PodProjection, sidecars: readonly Sidecar[], allowed: readonly string[]): DecisionEvent {
   const several = sidecars.length > 1;
   const images = joinSample(sidecars.map((s) => `"${s.name}" names ${clip(s.swapImage ?? '', 200)}`));
   return warning(
     EVENT_REASONS.notStoppable,
-    boundedKey(`${EVENT_REASONS.notStoppable}/image`, sidecars.map((s) => `${s.name}=${s.swapImage}`)),
+    boundedKey(SWAP_REFUSED_KEY, sidecars.map((s) => `${s.name}=${s.swapImage}`)),
     `Node "${pod.nodeName ?? ''}" has no sidecar-terminator agent, and ${ENV_TERMINATE_WITH_IMAGE} of sidecar${several ? 's' : ''} ` +
       `${images}: not an image the operator allows to be swapped in there (--agentless-swap-images: ` +
       `${allowed.length > 0 ? clip(allowed.join(','), 300) : 'none'}), as no admission saw it when the Pod was created. ` +
