@@ -24,6 +24,7 @@ import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import { unmarkedHolders, unmarkedHoldersWarning } from './unmarked-sidecars.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
 import {
+  attemptsSpanMs,
   buildTerminationRequest,
   DEFAULT_OPTIONS,
   isOwnRequest,
@@ -186,7 +187,7 @@ function requestStops(facts: Facts, history: History, stoppable: readonly Sideca
   const later = unexited.filter((s) => s.tier > tier).map((s) => s.name);
   if (toStop.length === 0) return wait('containerIds', `sidecars of stop tier ${tier} have no container ID yet`, events, stoppable);
   // Only requests of ours that exist count: a gap below our latest may be a name someone took and gave back.
-  if (history.own.length >= MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
+  if (history.own.length >= MAX_REQUEST_ATTEMPTS && attemptsCouldBeOurs(facts)) return attemptsExhausted(facts, toStop);
   if (history.nextAttempt > MAX_REQUEST_NAME_NUMBER) return namesTaken(facts, toStop);
   // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
   const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
@@ -327,6 +328,17 @@ function exitsAwaitingReport(facts: Facts, sidecars: readonly Sidecar[], own: re
     waitMs = Math.min(waitMs, left);
   }
   return { names, waitMs: boundedDelayMs(waitMs) };
+}
+
+/**
+ * Whether MAX_REQUEST_ATTEMPTS requests in our names and labels can all be ours: ours wait out their
+ * backoff, so they take attemptsSpanMs at least from the mains' finish, which kubelet reports. Anyone
+ * who may create requests can make that many at once with our labels; before that time they end
+ * nothing, and only lengthen our backoff, which retryMaxDelaySeconds bounds.
+ */
+function attemptsCouldBeOurs(facts: Facts): boolean {
+  const finishedAtMs = mainsFinishedAtMs(facts.pod, facts.classification.mains);
+  return finishedAtMs === undefined || facts.context.nowMs - finishedAtMs >= attemptsSpanMs(facts.options);
 }
 
 /** MAX_REQUEST_ATTEMPTS requests of ours did not stop the sidecars: say so once, rather than retry forever. */
