@@ -34,6 +34,11 @@ export function createControllerMetrics() {
     }),
     requestsCreated: new Counter({ name: 'sidecar_terminator_controller_requests_created_total', help: 'Requests created to stop sidecars.', registers: [registry] }),
     retries: new Counter({ name: 'sidecar_terminator_controller_retries_total', help: 'Further requests created because a sidecar was still running after the previous one.', registers: [registry] }),
+    swapsRefused: new Counter({
+      name: 'sidecar_terminator_controller_image_swaps_refused_total',
+      help: 'Pods not swapped on a node without an agent: a sidecar\'s ..._WITH_IMAGE is not on --agentless-swap-images (once per Pod and image).',
+      registers: [registry],
+    }),
     imagePatches: new Counter({ name: 'sidecar_terminator_controller_image_patches_total', help: 'Pods whose sidecar images were swapped on virtual nodes.', registers: [registry] }),
     phasePatches: new Counter({
       name: 'sidecar_terminator_controller_phase_patches_total',

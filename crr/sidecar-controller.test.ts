@@ -34,6 +34,8 @@ interface HarnessOptions {
   /** How the node's kind is found, instead of `node`. */
   nodeKind?: (name: string) => Promise<NodeKind>;
   policies?: SidecarPolicy[];
+  /** --agentless-swap-images; none by default. */
+  agentlessSwapImages?: string[];
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -51,7 +53,7 @@ function harness(o: HarnessOptions = {}) {
     nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
     metrics,
-    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: [] },
+    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: o.agentlessSwapImages ?? [] },
     log,
     now: () => NOW,
   });
@@ -288,5 +290,22 @@ describe('SidecarController: sidecar policies (R54)', () => {
     await h.controller.reconcile(KEY);
     assert.equal(h.creates().length, 1);
     assert.ok(!(await h.reasons()).includes(`Normal ${EVENT_REASONS.policyAudit}`));
+  });
+});
+
+describe('SidecarController: swaps refused where no agent runs (R22)', () => {
+  it('an image off --agentless-swap-images: no patch, one Warning, counted once per Pod; an allowed one is swapped and not counted', async () => {
+    const refused = async () => (await metrics.swapsRefused.get()).values[0]?.value ?? 0;
+    const before = await refused();
+    const h = harness({ node: 'agentless', agentlessSwapImages: ['registry.example/quick-exit'], pod: makePod({ containers: [main('app', exited(0)), imageSidecar('proxy', 'evil.example/miner:1')] }) });
+    for (let i = 0; i < 3; i++) await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), []);
+    assert.deepEqual(await h.reasons(), [`Warning ${EVENT_REASONS.notStoppable}`]);
+    assert.equal(await refused(), before + 1);
+
+    const allowed = harness({ node: 'agentless', agentlessSwapImages: ['registry.example/quick-exit'], pod: makePod({ containers: [main('app', exited(0)), imageSidecar('proxy', 'registry.example/quick-exit:2')] }) });
+    await allowed.controller.reconcile(KEY);
+    assert.deepEqual(allowed.api.lines({ method: 'patch' }), [`PATCH ${POD} 200`]);
+    assert.equal(await refused(), before + 1);
   });
 });

@@ -13,7 +13,7 @@ import type { QueueResult } from '../common/queue.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { NodeKind } from '../rules/classify.ts';
 import { EVENT_REASONS } from '../api/names.ts';
-import { decide, requestRejectedWarning } from '../rules/decide.ts';
+import { decide, isSwapRefusal, requestRejectedWarning } from '../rules/decide.ts';
 import type { CreateRequest, Decision } from '../rules/decision.ts';
 import type { DecisionEvent } from '../rules/events.ts';
 import { EmittedEvents, warning } from '../rules/events.ts';
@@ -231,7 +231,14 @@ export class SidecarController {
   }
 
   private emit(key: string, pod: PodProjection, events: DecisionEvent[]): void {
-    for (const event of this.emitted.take(key, pod.uid, events)) this.deps.events.emit(pod, event);
+    for (const event of this.emitted.take(key, pod.uid, events)) {
+      // A refused swap is the operator's business too (an image to allow, or a Pod to look at): once per Pod, as its Warning.
+      if (isSwapRefusal(event)) {
+        this.deps.metrics.swapsRefused.inc();
+        this.deps.log.warn('image swap refused: not on --agentless-swap-images', { pod: key, node: pod.nodeName, message: event.message });
+      }
+      this.deps.events.emit(pod, event);
+    }
   }
 }
 

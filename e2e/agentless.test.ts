@@ -6,7 +6,10 @@
 // - Named by the selector: a Job's sidecar with ..._WITH_IMAGE is swapped at once, no request, the
 //   Job completes; one with only the request marker gets one Warning saying what to add; one whose
 //   ..._WITH_IMAGE names an image not in --agentless-swap-images (an image no admission saw at the
-//   Pod's creation) keeps its image, and gets one Warning naming the image and the flag.
+//   Pod's creation) keeps its image, and gets one Warning naming the image and the flag, one warn
+//   log line and one count in the refused-swaps metric. The controller runs with the flag's default:
+//   the cluster's quick-exit image is tagged with the released quick-exit image's repository, which
+//   the default allows.
 // - Not named, and no agent Pod on any node: past the wait the node still counts as real (a watch
 //   that sees no agent anywhere proves nothing of a node): a request, no swap, and the controller
 //   says what is wrong.
@@ -20,14 +23,17 @@ import { join } from 'node:path';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
-import { AGENT, CONTROLLER, NAMESPACE, controllerLeader, deployProject } from './support/deploy.ts';
+import { RELEASED_QUICK_EXIT_IMAGE } from '../rules/requests.ts';
+import { AGENT, CONTROLLER, CONTROLLER_METRICS_PORT, NAMESPACE, controllerLeader, ctr, deployProject, podMetric } from './support/deploy.ts';
 import { BUSYBOX, PAUSE, container, finishedJob, onlyPod, requestsFor, runJob, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { waitFor } from './support/wait.ts';
 
-const QUICK_EXIT_REPOSITORY = 'sidecar-terminator.local/quick-exit';
-const QUICK_EXIT = `${QUICK_EXIT_REPOSITORY}:1`;
+/** The quick-exit image the cluster imports (e2e/cluster/up.sh). */
+const CLUSTER_QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
+/** The same image under the released repository, the one --agentless-swap-images allows by default. */
+const QUICK_EXIT = `${RELEASED_QUICK_EXIT_IMAGE}:e2e`;
 const WITH_IMAGE = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT };
 const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
 /** Long enough that the selector's first Job (about 20 s after the controller starts) is swapped well inside it, short for a test. */
@@ -65,10 +71,7 @@ patches:${agentPatch}
         value: --agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}
       - op: add
         path: /spec/template/spec/containers/0/args/-
-        value: --agentless-node-selector=${AGENTLESS_LABEL}=true
-      - op: add
-        path: /spec/template/spec/containers/0/args/-
-        value: --agentless-swap-images=${QUICK_EXIT_REPOSITORY}${selectorPatch}
+        value: --agentless-node-selector=${AGENTLESS_LABEL}=true${selectorPatch}
 `);
   return dir;
 }
@@ -114,7 +117,9 @@ describe('R22: a node where no agent runs', () => {
 
   before(async () => {
     await deployProject(); // the plain overlay exists and is applied
+    ctr(['images', 'tag', '--force', CLUSTER_QUICK_EXIT, QUICK_EXIT]);
     ({ leader, startedMs: controllerStartedMs } = await applyAgentless('no-agent'));
+    assert.ok(!leader.spec!.containers[0]!.args!.some((a) => a.startsWith('--agentless-swap-images')), 'the flag\'s default');
     await waitFor(async () => (await clients().core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/component=agent' })).items.length === 0,
       { description: `no agent Pod left in ${NAMESPACE}`, timeoutMs: 120_000 });
     namespace = await createTestNamespace(clients().core, 'agentless');
@@ -124,6 +129,7 @@ describe('R22: a node where no agent runs', () => {
     const steps: [string, () => unknown][] = [
       ['node label', () => kubectl('label', 'node', node, `${AGENTLESS_LABEL}-`)],
       ['test namespace', () => namespace && deleteTestNamespace(clients().core, namespace)],
+      ['quick-exit tag', () => ctr(['images', 'rm', QUICK_EXIT])],
     ];
     for (const [what, step] of steps) {
       try {
@@ -147,7 +153,7 @@ describe('R22: a node where no agent runs', () => {
     return { pod, warning };
   }
 
-  it('named by --agentless-node-selector: the image is swapped at once, no request, the Job completes', async () => {
+  it('named by --agentless-node-selector: the quick-exit image the flag allows by default is swapped in at once, no request, the Job completes', async () => {
     kubectl('label', 'node', node, `${AGENTLESS_LABEL}=true`, '--overwrite');
     await runMarkedJob(namespace!, 'by-selector', [SIDECAR_MARK, WITH_IMAGE]);
     const { type } = await finishedJob(namespace!, 'by-selector');
@@ -174,11 +180,16 @@ describe('R22: a node where no agent runs', () => {
 
   it('named by the selector, ..._WITH_IMAGE naming an image the operator does not allow: not swapped, one Warning naming it', async () => {
     const { pod, warning } = await notStoppable('unlisted', [SIDECAR_MARK, { name: WITH_IMAGE.name, value: PAUSE }]);
-    assert.match(warning.message ?? '', new RegExp(`"proxy" names ${PAUSE.replace(/[.]/g, '\\.')}: not an image the operator allows.*--agentless-swap-images: ${QUICK_EXIT_REPOSITORY}`));
+    assert.match(warning.message ?? '', new RegExp(`"proxy" names ${PAUSE.replace(/[.]/g, '\\.')}: not an image the operator allows.*--agentless-swap-images: ${RELEASED_QUICK_EXIT_IMAGE.replace(/[.]/g, '\\.')}\\)`));
     assert.equal(warning.count ?? 1, 1, 'sent once');
     const now = await clients().core.readNamespacedPod({ namespace: namespace!, name: pod.metadata!.name! });
     assert.equal(now.spec?.containers.find((c) => c.name === 'proxy')?.image, BUSYBOX, 'not swapped');
     assert.deepEqual(await eventsOf(now, EVENT_REASONS.replacingImage), []);
+    // One Pod refused: counted and logged once, however often the controller decides it again.
+    const leader = await controllerLeader();
+    assert.equal(await podMetric(leader, CONTROLLER_METRICS_PORT, 'sidecar_terminator_controller_image_swaps_refused_total'), 1);
+    const logged = kubectl('-n', NAMESPACE, 'logs', leader.metadata!.name!).split('\n').filter((l) => l.includes('image swap refused'));
+    assert.equal(logged.length, 1, logged.join('\n'));
     await clients().batch.deleteNamespacedJob({ namespace: namespace!, name: 'unlisted', propagationPolicy: 'Background' });
   });
 

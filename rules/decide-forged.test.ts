@@ -6,7 +6,7 @@ import type { ContainerSpec } from '../test/support/pods.ts';
 import { decideFor, exited, expectKind, FAST_RETRY, main, makePod, NODE, NOW, reasons, request, sidecar, UID } from '../test/support/pods.ts';
 import { firstFreeNumber } from './decide.ts';
 import type { ExistingRequest } from './requests.ts';
-import { MAX_REQUEST_ATTEMPTS, MAX_REQUEST_NAME_NUMBER, requestName } from './requests.ts';
+import { attemptsSpanMs, DEFAULT_OPTIONS, MAX_REQUEST_ATTEMPTS, MAX_REQUEST_NAME_NUMBER, requestName } from './requests.ts';
 
 const done = (...sidecars: ContainerSpec[]) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
 const stillRunning = done(sidecar('proxy'));
@@ -90,12 +90,40 @@ describe('R11, R30: attempts are capped by our own requests only', () => {
     assert.equal(expectKind(decideFor(stillRunning, 'real', [...taken, ours], { options: FAST_RETRY }), 'createRequest').attempt, MAX_REQUEST_ATTEMPTS + 1);
   });
 
+  const fullyLabelled = Array.from({ length: MAX_REQUEST_ATTEMPTS }, (_, i) => request({ attempt: i + 1, containers: ['proxy'], completedAgoMs: 120_000 }));
+  const mainsFinishedAgo = (ms: number) => makePod({ containers: [main('app', exited(0), { finishedAgoMs: ms }), sidecar('proxy')] });
+
   it(`${MAX_REQUEST_ATTEMPTS} requests of ours that did not stop the sidecar: not handled, one Warning`, () => {
-    const ours = Array.from({ length: MAX_REQUEST_ATTEMPTS }, (_, i) => request({ attempt: i + 1, containers: ['proxy'], completedAgoMs: 120_000 }));
-    const decision = expectKind(decideFor(stillRunning, 'real', ours, { options: FAST_RETRY }), 'notHandled');
+    const decision = expectKind(decideFor(mainsFinishedAgo(attemptsSpanMs(FAST_RETRY)), 'real', fullyLabelled, { options: FAST_RETRY }), 'notHandled');
     assert.equal(decision.reason, 'attemptsExhausted');
     assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
     assert.match(decision.events[0]?.message ?? '', new RegExp(`${MAX_REQUEST_ATTEMPTS} ContainerRecreateRequests did not stop sidecar "proxy"`));
+  });
+
+  describe(`${MAX_REQUEST_ATTEMPTS} in our names and labels end nothing before ours could have been made (their backoff since the mains finished)`, () => {
+    const span = attemptsSpanMs(FAST_RETRY);
+    const rows: Array<{ name: string; finishedAgoMs: number; givenUp: boolean }> = [
+      { name: 'made at once, 10 s after the mains finished', finishedAgoMs: 10_000, givenUp: false },
+      { name: 'a second short of the backoff of that many attempts', finishedAgoMs: span - 1000, givenUp: false },
+      { name: 'the backoff of that many attempts passed: they may be ours', finishedAgoMs: span, givenUp: true },
+    ];
+    for (const row of rows) {
+      it(`${row.name}: ${row.givenUp ? 'not handled' : 'the next request'}`, () => {
+        const decision = decideFor(mainsFinishedAgo(row.finishedAgoMs), 'real', fullyLabelled, { options: FAST_RETRY });
+        if (row.givenUp) assert.equal(expectKind(decision, 'notHandled').reason, 'attemptsExhausted');
+        else assert.equal(expectKind(decision, 'createRequest').attempt, MAX_REQUEST_ATTEMPTS + 1);
+      });
+    }
+
+    it('the backoff they add is bounded by retryMaxDelaySeconds', () => {
+      const decision = expectKind(decideFor(mainsFinishedAgo(10_000), 'real', fullyLabelled), 'createRequest');
+      assert.equal(decision.delayMs, (DEFAULT_OPTIONS.retryMaxDelaySeconds * 1000) - 120_000);
+    });
+
+    it('the span: the sum of the backoffs before attempts 2..MAX_REQUEST_ATTEMPTS', () => {
+      assert.equal(attemptsSpanMs({ ...DEFAULT_OPTIONS, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 60 }), (10 + 20 + 40 + 60 * (MAX_REQUEST_ATTEMPTS - 4)) * 1000);
+      assert.equal(attemptsSpanMs({ ...DEFAULT_OPTIONS, retryBaseDelaySeconds: 0, retryMaxDelaySeconds: 0 }), 0);
+    });
   });
 
   it(`the name -${MAX_REQUEST_NAME_NUMBER} taken by a request labelled as ours: numbering starts again at the lowest free name`, () => {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { StateSpec } from '../test/support/pods.ts';
 import { decideFor, exited, expectKind, IGNORE_EXIT_CODE, imageSidecar, main, makePod, reasons, sidecar, WHEN_JOB_EXIT, withImage } from '../test/support/pods.ts';
+import { isSwapRefusal } from './decide.ts';
 import { DEFAULT_OPTIONS, RELEASED_QUICK_EXIT_IMAGE } from './requests.ts';
 
 const done = (...sidecars: Parameters<typeof makePod>[0]['containers']) => makePod({ containers: [main('app', exited(0)), ...sidecars] });
@@ -128,6 +129,13 @@ describe('R22: real nodes without an agent, treated as virtual ones', () => {
       assert.equal(refused.length, 1);
       assert.match(refused[0]!.message, /"bad" names evil/);
       assert.doesNotMatch(refused[0]!.message, /"ok"/);
+      assert.deepEqual(decision.events.map(isSwapRefusal), decision.events.map((e) => e === refused[0]));
+    });
+
+    it('the controller counts the refusal Warning, not the one for a sidecar with only the request marker', () => {
+      const pod = done(imageSidecar('bad', 'evil.example.com/miner:1'), sidecar('plain', 'running', [WHEN_JOB_EXIT]));
+      const decision = decideFor(pod, 'agentless', [], allowing('exit0'));
+      assert.deepEqual(decision.events.map((e) => `${e.reason} ${isSwapRefusal(e)}`).sort(), [`${EVENT_REASONS.notStoppable} false`, `${EVENT_REASONS.notStoppable} true`]);
     });
   });
 });

@@ -24,6 +24,7 @@ import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import { unmarkedHolders, unmarkedHoldersWarning } from './unmarked-sidecars.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
 import {
+  attemptsSpanMs,
   buildTerminationRequest,
   DEFAULT_OPTIONS,
   isOwnRequest,
@@ -186,7 +187,7 @@ function requestStops(facts: Facts, history: History, stoppable: readonly Sideca
   const later = unexited.filter((s) => s.tier > tier).map((s) => s.name);
   if (toStop.length === 0) return wait('containerIds', `sidecars of stop tier ${tier} have no container ID yet`, events, stoppable);
   // Only requests of ours that exist count: a gap below our latest may be a name someone took and gave back.
-  if (history.own.length >= MAX_REQUEST_ATTEMPTS) return attemptsExhausted(facts, toStop);
+  if (history.own.length >= MAX_REQUEST_ATTEMPTS && attemptsCouldBeOurs(facts)) return attemptsExhausted(facts, toStop);
   if (history.nextAttempt > MAX_REQUEST_NAME_NUMBER) return namesTaken(facts, toStop);
   // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
   const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
@@ -330,6 +331,17 @@ function exitsAwaitingReport(facts: Facts, sidecars: readonly Sidecar[], own: re
   return { names, waitMs: boundedDelayMs(waitMs) };
 }
 
+/**
+ * Whether MAX_REQUEST_ATTEMPTS requests in our names and labels can all be ours: ours wait out their
+ * backoff, so they take attemptsSpanMs at least from the mains' finish, which kubelet reports. Anyone
+ * who may create requests can make that many at once with our labels; before that time they end
+ * nothing, and only lengthen our backoff, which retryMaxDelaySeconds bounds.
+ */
+function attemptsCouldBeOurs(facts: Facts): boolean {
+  const finishedAtMs = mainsFinishedAtMs(facts.pod, facts.classification.mains);
+  return finishedAtMs === undefined || facts.context.nowMs - finishedAtMs >= attemptsSpanMs(facts.options);
+}
+
 /** MAX_REQUEST_ATTEMPTS requests of ours did not stop the sidecars: say so once, rather than retry forever. */
 function attemptsExhausted(facts: Facts, sidecars: readonly Sidecar[]): NotHandled {
   const names = sidecars.map((s) => s.name);
@@ -399,13 +411,21 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   return ignoreExitCodePatch(facts, running);
 }
 
+/** The key of the Warning for refused swaps, before the sidecars and images it names. */
+const SWAP_REFUSED_KEY = `${EVENT_REASONS.notStoppable}/image`;
+
+/** Whether an event is swapRefusedWarning's: the controller counts and logs each one it sends (R22). */
+export function isSwapRefusal(event: DecisionEvent): boolean {
+  return event.key.startsWith(`${SWAP_REFUSED_KEY}/`);
+}
+
 /** The one Warning per Pod for sidecars whose ..._WITH_IMAGE the operator does not allow where no agent runs. */
 function swapRefusedWarning(pod: PodProjection, sidecars: readonly Sidecar[], allowed: readonly string[]): DecisionEvent {
   const several = sidecars.length > 1;
   const images = joinSample(sidecars.map((s) => `"${s.name}" names ${clip(s.swapImage ?? '', 200)}`));
   return warning(
     EVENT_REASONS.notStoppable,
-    boundedKey(`${EVENT_REASONS.notStoppable}/image`, sidecars.map((s) => `${s.name}=${s.swapImage}`)),
+    boundedKey(SWAP_REFUSED_KEY, sidecars.map((s) => `${s.name}=${s.swapImage}`)),
     `Node "${pod.nodeName ?? ''}" has no sidecar-terminator agent, and ${ENV_TERMINATE_WITH_IMAGE} of sidecar${several ? 's' : ''} ` +
       `${images}: not an image the operator allows to be swapped in there (--agentless-swap-images: ` +
       `${allowed.length > 0 ? clip(allowed.join(','), 300) : 'none'}), as no admission saw it when the Pod was created. ` +

@@ -243,6 +243,16 @@ function projectRequestContainer(container: CRRContainer, states: readonly Conta
   };
 }
 
+/**
+ * The least time MAX_REQUEST_ATTEMPTS requests of ours take after the mains finished: the backoff
+ * before each retry. Requests others make with our names and labels can come as fast as they like.
+ */
+export function attemptsSpanMs(options: SidecarTerminatorOptions): number {
+  let seconds = 0;
+  for (let attempt = 2; attempt <= MAX_REQUEST_ATTEMPTS; attempt++) seconds += retryDelaySeconds(attempt, options);
+  return seconds * 1000;
+}
+
 /** Exponential from retryBaseDelaySeconds for attempt 2, capped at retryMaxDelaySeconds. */
 export function retryDelaySeconds(attempt: number, options: SidecarTerminatorOptions): number {
   if (attempt <= 1) return 0;
