@@ -68,7 +68,7 @@ describe('ClusterCache: sidecar policies (R54)', () => {
     api.set(podPath('ns', 'job-pod'), makePod({ containers: [main('main', { exit: 0 }), main('mesh-proxy')] }));
     const cache = new ClusterCache({ client: api, metrics, log: createLogger('test', 'error') });
     let changes = 0;
-    cache.policies.onChange.add(() => changes++);
+    cache.policyStore.onChange.add(() => changes++);
     cache.start();
     try {
       await until(() => cache.isSynced());
@@ -80,11 +80,11 @@ describe('ClusterCache: sidecar policies (R54)', () => {
       for (let i = 0; i < 600 && !cache.pod('ns/job-pod'); i++) await new Promise((r) => setTimeout(r, 10));
       assert.ok(cache.pod('ns/job-pod'), 'listed again and kept (within the relist delay)');
       api.set(clusterPolicyPath('mesh'), { ...policy, status: { matchedPods: 1 } });
-      await until(() => cache.policies.all()[0]?.status.matchedPods === 1);
+      await until(() => cache.policyStore.all()[0]?.status.matchedPods === 1);
       assert.equal(changes, 1, 'a status write is no change of policies');
       api.set(namespacedPolicyPath('ns', 'bad'), { ...policy, kind: 'SidecarPolicy', metadata: { name: 'bad', namespace: 'ns' }, spec: { containers: [{}] } });
-      await until(() => cache.policies.all().length === 2);
-      const bad = cache.policies.all().find((p) => p.name === 'bad')!;
+      await until(() => cache.policyStore.all().length === 2);
+      const bad = cache.policyStore.all().find((p) => p.name === 'bad')!;
       assert.equal(bad.parsed.valid, false, 'kept, for its status to say why');
       assert.deepEqual(cache.policies.forNamespace('ns').map((p) => p.name), ['mesh']);
     } finally {

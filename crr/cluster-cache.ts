@@ -13,14 +13,12 @@ import { requestPath } from '../api/container-recreate-request.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { mayBeHeldByUnmarkedSidecar } from '../rules/unmarked-sidecars.ts';
 import { projectPod } from '../rules/projection.ts';
-import { mayMatchPolicy } from '../rules/policies.ts';
-import { PolicyStore } from './policy-store.ts';
+import type { WatchedPolicy } from '../rules/policies.ts';
+import { POLICY_WATCH, PoliciesInEffect } from '../rules/policies.ts';
+import { PolicyStore } from '../common/policy-store.ts';
 import { keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { WatchedPod } from './sidecar-controller.ts';
-
-/** How long policy changes are gathered before the Pods are listed again. */
-const POLICY_RELIST_DELAY_MS = 2_000;
 
 export interface ClusterCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
@@ -38,9 +36,9 @@ export class ClusterCache {
   readonly onPodChange = new Listeners<[key: string]>();
   /** A Pod left the cache (deleted, or no longer of interest). */
   readonly onPodGone = new Listeners<[key: string]>();
-  /** The sidecar policies (R54) and the namespace labels they read. */
-  readonly policies: PolicyStore;
-  private relistTimer: NodeJS.Timeout | undefined;
+  /** The sidecar policies (R54) as watched, and as in effect. */
+  readonly policyStore: PolicyStore<WatchedPolicy>;
+  readonly policies: PoliciesInEffect;
 
   constructor({ client, metrics, log }: ClusterCacheDeps) {
     this.requestInformer = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
@@ -57,15 +55,8 @@ export class ClusterCache {
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
       log,
     });
-    this.policies = new PolicyStore({ client, log, onRestart: (resource) => metrics.watchRestarts.inc({ resource }) });
-    // A policy that matches other containers than before: the Pods dropped as of no interest are
-    // listed again (at most every few seconds, however many policies change).
-    this.policies.onChange.add(() => {
-      this.relistTimer ??= setTimeout(() => {
-        this.relistTimer = undefined;
-        this.podInformer.requestRelist();
-      }, POLICY_RELIST_DELAY_MS);
-    });
+    this.policyStore = new PolicyStore({ client, log, onRestart: (resource) => metrics.watchRestarts.inc({ resource }), ...POLICY_WATCH });
+    this.policies = new PoliciesInEffect(this.policyStore);
     // Only Pods that may need their sidecars stopped (by their markers or a policy, R54), or be held
     // by a well-known sidecar nobody marked (R52), are kept, and only as a compact projection; the
     // API server already leaves out restartPolicy Always Pods (most of a cluster).
@@ -75,7 +66,7 @@ export class ClusterCache {
       fieldSelector: 'spec.restartPolicy!=Always',
       project: (p) => {
         const pod = projectPod(p);
-        const kept = mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || mayMatchPolicy(pod, this.policies.forNamespace(pod.namespace));
+        const kept = mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || this.policies.mayMatch(pod);
         return kept ? { pod, receivedAtMs: now() } : undefined;
       },
       onChange: (key, cached) => {
@@ -84,7 +75,9 @@ export class ClusterCache {
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       log,
     });
-    this.informers = [this.requestInformer, this.policies, this.podInformer];
+    // A policy that matches other containers than before: the Pods dropped as of no interest are listed again.
+    this.policyStore.relistOnChange(this.podInformer);
+    this.informers = [this.requestInformer, this.policyStore, this.podInformer];
   }
 
   request(namespace: string, name: string): ContainerRecreateRequest | undefined {
@@ -118,7 +111,6 @@ export class ClusterCache {
   }
 
   stop(): void {
-    clearTimeout(this.relistTimer);
     for (const informer of this.informers) informer.stop();
   }
 }

@@ -24,7 +24,6 @@ import { SidecarController } from './sidecar-controller.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
-import { applyPolicies } from '../rules/policies.ts';
 import { POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
 
 export interface RunningController {
@@ -115,7 +114,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     client, log, metrics,
     cachedPod: (key) => cache.pod(key),
     requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
-    withPolicies: (pod) => applyPolicies(pod, cache.policies.namespaceLabels(pod.namespace), cache.policies.forNamespace(pod.namespace)),
+    withPolicies: (pod) => cache.policies.apply(pod),
     nodeKind: (name) => nodes.kindOf(name),
     events,
     options: {
@@ -143,7 +142,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const policyStatuses = setInterval(() => {
     if (writingStatuses || !cache.isSynced()) return;
     writingStatuses = true;
-    const deps = { client, log, policies: () => cache.policies.all(), matchedPods: () => sidecarController.matchedPods() };
+    const deps = { client, log, policies: () => cache.policyStore.all(), matchedPods: () => sidecarController.matchedPods() };
     void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));
   }, POLICY_STATUS_INTERVAL_MS);
   const resync = setInterval(() => {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePolicy } from '../rules/policies.ts';
 import { statusUpdate } from './policy-status.ts';
-import type { WatchedPolicy } from './policy-store.ts';
+import type { WatchedPolicy } from '../rules/policies.ts';
 
 const NOW = '2026-01-01T00:00:00Z';
 const watched = (spec: object, status: WatchedPolicy['status'] = {}): WatchedPolicy => ({

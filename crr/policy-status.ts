@@ -6,7 +6,7 @@ import { errorMessage } from '../common/log.ts';
 import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
 import { clusterPolicyPath, namespacedPolicyPath, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
 import { policyId } from '../rules/policies.ts';
-import type { WatchedPolicy } from './policy-store.ts';
+import type { WatchedPolicy } from '../rules/policies.ts';
 
 /** The status the policy should have now; undefined when it already has it. */
 export function statusUpdate(policy: WatchedPolicy, matchedPods: number, nowIso: string): SidecarPolicyStatus | undefined {

@@ -1,17 +1,19 @@
 // Sidecar policies (R54): containers made sidecars by a cluster-wide or namespace-wide rule instead of
 // a marker in every Pod, for the sidecars a webhook injects. Parsed and bounded here, matched here;
 // the Pod's own markers always win over any policy.
-import { CLUSTER_POLICY_KIND, NAMESPACED_POLICY_KIND } from '../api/sidecar-policy.ts';
+import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
+import { CLUSTER_POLICY_KIND, clusterPolicyPath, NAMESPACED_POLICY_KIND, namespacedPolicyPath, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
+import type { PolicyScope } from '../common/policy-store.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import { normal } from './events.ts';
 import { normalizedImage } from './image-reference.ts';
 import type { ContainerProjection, PodProjection } from './projection.ts';
+import { MAX_POD_LABELS } from './projection.ts';
 import type { PolicyMarker, PolicyMode } from './policy-marker.ts';
 
 
-/** Where a policy applies: every namespace its selector picks, or only its own namespace. */
-export type PolicyScope = 'cluster' | 'namespaced';
+export type { PolicyScope };
 
 /** Bounds the CRDs set too: a policy over them is invalid, whatever reached us. */
 export const MAX_POLICY_CONTAINERS = 16;
@@ -63,6 +65,110 @@ export type ParsedPolicy = { valid: true; policy: SidecarPolicy } | { valid: fal
 /** How a policy is named in events and metrics: `ClusterSidecarPolicy/x` or `SidecarPolicy/ns/x`. */
 export function policyId(policy: Pick<SidecarPolicy, 'scope' | 'namespace' | 'name'>): string {
   return policy.scope === 'cluster' ? `${CLUSTER_POLICY_KIND}/${policy.name}` : `${NAMESPACED_POLICY_KIND}/${policy.namespace}/${policy.name}`;
+}
+
+/** One policy as kept from the watch: where it is, what it says (or why it cannot be read), its status as last written. */
+export interface WatchedPolicy {
+  scope: PolicyScope;
+  namespace?: string;
+  name: string;
+  generation?: number;
+  parsed: ParsedPolicy;
+  status: SidecarPolicyStatus;
+}
+
+export function watchedPolicy(object: unknown, scope: PolicyScope): WatchedPolicy {
+  const o = (typeof object === 'object' && object !== null ? object : {}) as { metadata?: Record<string, unknown>; status?: SidecarPolicyStatus };
+  const meta = o.metadata ?? {};
+  return {
+    scope,
+    ...(scope === 'namespaced' ? { namespace: String(meta.namespace ?? '') } : {}),
+    name: String(meta.name ?? ''),
+    ...(typeof meta.generation === 'number' ? { generation: meta.generation } : {}),
+    parsed: parsePolicy(object, scope),
+    status: keptStatus(o.status),
+  };
+}
+
+/** The status as we write it, for telling whether it needs writing again; anything else in it is not kept. */
+function keptStatus(status: SidecarPolicyStatus | undefined): SidecarPolicyStatus {
+  const valid = status?.conditions?.find((c) => c.type === POLICY_CONDITION_VALID);
+  return {
+    ...(typeof status?.observedGeneration === 'number' ? { observedGeneration: status.observedGeneration } : {}),
+    ...(typeof status?.matchedPods === 'number' ? { matchedPods: status.matchedPods } : {}),
+    ...(valid ? { conditions: [{ ...valid, message: String(valid.message).slice(0, 1024) }] } : {}),
+  };
+}
+
+/** What the valid policies say, as text: a status write does not change it. */
+export function policiesMeaning(watched: readonly WatchedPolicy[]): string {
+  return watched.flatMap((w) => (w.parsed.valid ? [JSON.stringify(w.parsed.policy)] : [])).sort().join('\n');
+}
+
+/** How both parts watch the policies (common/policy-store.ts): the paths, and what a policy object means. */
+export const POLICY_WATCH = {
+  clusterPath: clusterPolicyPath(),
+  namespacedPath: namespacedPolicyPath(),
+  project: watchedPolicy,
+  meaning: policiesMeaning,
+  maxLabels: MAX_POD_LABELS,
+};
+
+/** Where the policies and namespace labels are read from: the watches, which say when the policies change. */
+export interface PolicySource {
+  all(): readonly WatchedPolicy[];
+  namespaceLabels(namespace: string): Readonly<Record<string, string>> | undefined;
+  onChange: { add(listener: () => void): void };
+}
+
+/** The valid policies by where they may apply, in precedence order; built again when the policies change (refresh). */
+export class PoliciesInEffect {
+  private readonly source: PolicySource;
+  private cluster: SidecarPolicy[] = [];
+  private namespaced = new Map<string, SidecarPolicy[]>();
+  private perNamespace = new Map<string, readonly SidecarPolicy[]>();
+
+  constructor(source: PolicySource) {
+    this.source = source;
+    source.onChange.add(() => this.refresh());
+  }
+
+  private refresh(): void {
+    this.cluster = [];
+    this.namespaced = new Map();
+    this.perNamespace = new Map();
+    for (const w of this.source.all()) {
+      if (!w.parsed.valid) continue;
+      const p = w.parsed.policy;
+      if (p.scope === 'cluster') {
+        this.cluster.push(p);
+        continue;
+      }
+      const list = this.namespaced.get(p.namespace!) ?? [];
+      list.push(p);
+      this.namespaced.set(p.namespace!, list);
+    }
+  }
+
+  /** The cluster's policies and the namespace's own, in precedence order. */
+  forNamespace(namespace: string): readonly SidecarPolicy[] {
+    let policies = this.perNamespace.get(namespace);
+    if (!policies) {
+      policies = precedenceOrder([...(this.namespaced.get(namespace) ?? []), ...this.cluster]);
+      this.perNamespace.set(namespace, policies);
+    }
+    return policies;
+  }
+
+  /** The Pod with the policies that apply to it laid over. */
+  apply(pod: PodProjection): PodProjection {
+    return applyPolicies(pod, this.source.namespaceLabels(pod.namespace), this.forNamespace(pod.namespace));
+  }
+
+  /** Whether some policy of the Pod's namespace could match one of its containers (the caches' pre-filter). */
+  mayMatch(pod: PodProjection): boolean {
+    return mayMatchPolicy(pod, this.forNamespace(pod.namespace));
+  }
 }
 
 // ---- parsing: every field checked and bounded, never trusted ----

@@ -1,0 +1,112 @@
+// The sidecar policies (R54) and the namespace labels their selectors read, from three watches.
+// Plumbing only: what a policy object means is the caller's (`project`, `meaning`).
+import type { KubeApi } from './kube/api.ts';
+import type { Logger } from './log.ts';
+import { Listeners } from './listeners.ts';
+import { ProjectingInformer } from './informer.ts';
+import { resourcePath } from './kube/paths.ts';
+
+export type PolicyScope = 'cluster' | 'namespaced';
+
+/** How long policy changes are gathered before a relist they call for. */
+const POLICY_RELIST_DELAY_MS = 2_000;
+
+interface NamespaceObject {
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
+}
+
+export interface PolicyStoreDeps<W> {
+  client: Pick<KubeApi, 'get' | 'watch'>;
+  clusterPath: string;
+  namespacedPath: string;
+  /** One policy object as kept: read and bounded once, as it arrives. */
+  project: (object: unknown, scope: PolicyScope) => W;
+  /** What the kept policies say, as text that changes only when their meaning does (not on a status write). */
+  meaning: (policies: readonly W[]) => string;
+  /** Namespace labels kept at most; a namespace with more has none kept (its selectors match nothing). */
+  maxLabels: number;
+  onRestart: (resource: string) => void;
+  log: Logger;
+}
+
+export class PolicyStore<W> {
+  private readonly clusterPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
+  private readonly namespacedPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
+  private readonly namespaces: ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>;
+  private readonly meaning: (policies: readonly W[]) => string;
+  private said = '';
+  private relistTimer: NodeJS.Timeout | undefined;
+  /** What the policies say changed. */
+  readonly onChange = new Listeners<[]>();
+
+  constructor(deps: PolicyStoreDeps<W>) {
+    const { client, log, onRestart } = deps;
+    this.meaning = deps.meaning;
+    const policyInformer = (scope: PolicyScope, path: string) =>
+      new ProjectingInformer<{ metadata?: { name?: string } }, W>({
+        client, path, log,
+        project: (object) => deps.project(object, scope),
+        onChange: () => this.refresh(),
+        onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
+      });
+    this.clusterPolicies = policyInformer('cluster', deps.clusterPath);
+    this.namespacedPolicies = policyInformer('namespaced', deps.namespacedPath);
+    this.namespaces = new ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>({
+      client, log,
+      path: resourcePath('v1', 'namespaces'),
+      project: (ns) => {
+        const labels = ns.metadata?.labels ?? {};
+        return Object.keys(labels).length > deps.maxLabels ? {} : { labels: { ...labels } };
+      },
+      onChange: () => {},
+      onRestart: () => onRestart('namespaces'),
+    });
+  }
+
+  /**
+   * Has `informer` list again (from the watch cache) once the policies change: what it keeps may
+   * depend on them. Changes are gathered for a moment, however many there are.
+   */
+  relistOnChange(informer: { requestRelist(): void }): void {
+    this.onChange.add(() => {
+      this.relistTimer ??= setTimeout(() => {
+        this.relistTimer = undefined;
+        informer.requestRelist();
+      }, POLICY_RELIST_DELAY_MS);
+    });
+  }
+
+  /** Every policy kept, valid or not. */
+  all(): W[] {
+    return [...this.clusterPolicies.list(), ...this.namespacedPolicies.list()];
+  }
+
+  /** The namespace's labels; undefined when not known (or too many to read). */
+  namespaceLabels(namespace: string): Readonly<Record<string, string>> | undefined {
+    return this.namespaces.get(namespace)?.labels;
+  }
+
+  isSynced(): boolean {
+    return this.clusterPolicies.isSynced() && this.namespacedPolicies.isSynced() && this.namespaces.isSynced();
+  }
+
+  start(): void {
+    this.namespaces.start();
+    this.clusterPolicies.start();
+    this.namespacedPolicies.start();
+  }
+
+  stop(): void {
+    clearTimeout(this.relistTimer);
+    this.namespaces.stop();
+    this.clusterPolicies.stop();
+    this.namespacedPolicies.stop();
+  }
+
+  private refresh(): void {
+    const said = this.meaning(this.all());
+    if (said === this.said) return;
+    this.said = said;
+    this.onChange.tell();
+  }
+}
