@@ -10,6 +10,9 @@ import { namespacedKey, ProjectingInformer, splitKey } from '../common/informer.
 import type { Logger } from '../common/log.ts';
 import { Listeners } from '../common/listeners.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
+import { PolicyStore } from '../common/policy-store.ts';
+import type { WatchedPolicy } from '../rules/policies.ts';
+import { POLICY_WATCH, PoliciesInEffect } from '../rules/policies.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
@@ -24,10 +27,6 @@ export interface NodePod {
   termination?: PodProjection;
 }
 
-function projectNodePod(pod: V1Pod): NodePod {
-  const termination = projectPod(pod);
-  return { pod: projectAgentPod(pod), ...(mayNeedSidecarTermination(termination) ? { termination } : {}) };
-}
 
 export interface NodeCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
@@ -45,6 +44,9 @@ export class NodeCache {
   readonly onPodGone = new Listeners<[namespace: string, name: string]>();
   /** An active request of the node was added or changed (one of a Pod). */
   readonly onRequestChange = new Listeners<[request: ContainerRecreateRequest]>();
+  /** The sidecar policies (R54), so that the fast path acts for policy-marked sidecars too. */
+  private readonly policyStore: PolicyStore<WatchedPolicy>;
+  private readonly policies: PoliciesInEffect;
 
   constructor({ client, nodeName, metrics, log }: NodeCacheDeps) {
     this.active = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
@@ -61,22 +63,35 @@ export class NodeCache {
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
       log,
     });
-    // Only compact projections of each Pod on this node are kept.
+    this.policyStore = new PolicyStore({ client, log, onRestart: (resource) => metrics.watchRestarts.inc({ resource }), ...POLICY_WATCH });
+    this.policies = new PoliciesInEffect(this.policyStore);
+    // Only compact projections of each Pod on this node are kept; the sidecar rules' one only for
+    // Pods their markers or a policy may concern.
     this.pods = new ProjectingInformer<V1Pod, NodePod>({
       client,
       path: podPath(),
       fieldSelector: `spec.nodeName=${nodeName}`,
-      project: projectNodePod,
+      project: (pod) => {
+        const termination = projectPod(pod);
+        const kept = mayNeedSidecarTermination(termination) || this.policies.mayMatch(termination);
+        return { pod: projectAgentPod(pod), ...(kept ? { termination } : {}) };
+      },
       // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
       indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
       onChange: (key, cached) => {
         const [namespace, name] = splitKey(key);
-        if (cached) this.onPodChange.tell(namespace, name, cached);
+        if (cached) this.onPodChange.tell(namespace, name, this.withPolicies(cached));
         else this.onPodGone.tell(namespace, name);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       log,
     });
+    this.policyStore.relistOnChange(this.pods);
+  }
+
+  /** The Pod with the sidecar policies laid over its rules' projection (read when used: policies change). */
+  private withPolicies(cached: NodePod): NodePod {
+    return cached.termination ? { ...cached, termination: this.policies.apply(cached.termination) } : cached;
   }
 
   /** The Pod as the Reconciler reads it. */
@@ -86,12 +101,14 @@ export class NodeCache {
 
   /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
   sidecarPod(namespace: string, name: string): PodProjection | undefined {
-    return this.pods.get(namespacedKey(namespace, name))?.termination;
+    const termination = this.pods.get(namespacedKey(namespace, name))?.termination;
+    return termination && this.policies.apply(termination);
   }
 
   /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
   sidecarPodOfContainer(containerID: string): PodProjection | undefined {
-    return this.pods.byIndex(containerID)[0]?.termination;
+    const termination = this.pods.byIndex(containerID)[0]?.termination;
+    return termination && this.policies.apply(termination);
   }
 
   /** The node's active requests, in a namespace or in all. */
@@ -113,15 +130,18 @@ export class NodeCache {
   notReadyReason(): string | undefined {
     if (!this.pods.isSynced()) return 'pod watch not synced';
     if (!this.active.isSynced()) return 'request watch not synced';
+    if (!this.policyStore.isSynced()) return 'policy watches not synced';
     return undefined;
   }
 
   start(): void {
+    this.policyStore.start();
     this.pods.start();
     this.active.start();
   }
 
   stop(): void {
+    this.policyStore.stop();
     this.pods.stop();
     this.active.stop();
   }

@@ -138,6 +138,33 @@ describe('ProjectingInformer', () => {
     assert.equal(informer.get('ns/a'), 'q');
   });
 
+  it('R54: a resource that may be absent (a CRD not installed) answering 404 counts as empty and synced, and is not asked again at once', async () => {
+    const api = new FakeKubeApi();
+    api.inject({ method: 'get', path: PODS }, 404);
+    const informer = new ProjectingInformer<Obj, string>({
+      client: api, path: PODS, log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, mayBeAbsent: true,
+    });
+    informer.start();
+    await until(() => informer.isSynced());
+    await new Promise((r) => setTimeout(r, 100));
+    informer.stop();
+    assert.equal(informer.size(), 0);
+    assert.deepEqual(api.lines({ method: 'get' }), [`GET ${PODS} 404`]);
+  });
+
+  it('requestRelist lists again and watches on from the new list', async () => {
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p'));
+    const informer = newInformer(api);
+    informer.start();
+    await until(watching(api, 1));
+    informer.requestRelist();
+    await until(watching(api, 2));
+    informer.stop();
+    assert.equal(lists(api).length, 2);
+    assert.equal(informer.get('ns/a'), 'p');
+  });
+
   it('a watch broken by the network is resumed from the last version seen, without a re-list', async () => {
     const api = new FakeKubeApi();
     api.set(at('a'), obj('a', 'p'));

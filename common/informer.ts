@@ -43,11 +43,18 @@ export interface InformerOptions<T extends WatchedObject, P> {
   log: Logger;
   /** Objects per list page to start with (default 500); a page over the client's answer cap, or not served in time, is asked again smaller, and relists keep the size learned (listPaged). */
   pageSize?: number;
+  /**
+   * A resource that may not be served (its CRD not installed): a 404 counts as an empty, synced
+   * list, said once in the log, and is asked again every ABSENT_RETRY_MS.
+   */
+  mayBeAbsent?: boolean;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
 
 const MAX_BACKOFF_MS = 30_000;
+/** How often a resource that was not served is asked for again. */
+const ABSENT_RETRY_MS = 60_000;
 
 /** Spreads the server-side ends of watches over 5–10 minutes, as client-go does. */
 function watchTimeoutSeconds(): number {
@@ -220,6 +227,10 @@ export class ProjectingInformer<T extends WatchedObject, P> {
       return;
     }
     if (statusCode(err) === 410) this.resourceVersion = '';
+    if (this.o.mayBeAbsent && statusCode(err) === 404) {
+      this.absent();
+      return;
+    }
     if (!err) {
       // The server closed a healthy watch (its timeout): resume at once from where we were.
       void this.run();
@@ -242,6 +253,16 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     this.items.set(key, projection);
     if (this.o.indexBy) this.reindex(key, this.o.indexBy(projection));
     this.o.onChange(key, projection);
+  }
+
+  /** Not served: nothing kept, synced all the same, asked again slowly. */
+  private absent(): void {
+    if (!this.synced) this.o.log.warn('resource not served (its CRD is not installed?): taken as empty', { path: this.o.path, retryInMs: ABSENT_RETRY_MS });
+    for (const key of [...this.items.keys()]) this.remove(key);
+    this.resourceVersion = '';
+    this.synced = true;
+    this.timer = setTimeout(() => void this.run(), ABSENT_RETRY_MS);
+    this.timer.unref();
   }
 
   private remove(key: string): void {

@@ -45,6 +45,8 @@ export class PolicyStore<W> {
     const policyInformer = (scope: PolicyScope, path: string) =>
       new ProjectingInformer<{ metadata?: { name?: string } }, W>({
         client, path, log,
+        // A cluster without the policy CRDs runs without policies (an older install's CRDs).
+        mayBeAbsent: true,
         project: (object) => deps.project(object, scope),
         onChange: () => this.refresh(),
         onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
