@@ -10,12 +10,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVENT_REASONS } from '../api/names.ts';
-import { clients, clusterEnv } from './support/cluster.ts';
+import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, container, podEvents, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, agentPod, CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
@@ -81,6 +81,13 @@ function startInjector(): Promise<{ server: Server; port: number; caBundle: stri
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port, caBundle: cert.toString('base64') })));
 }
 
+/** The agent's fast path decisions (requests it created, or found made): it decides only for sidecars it knows. */
+async function fastPathDecisions(): Promise<number> {
+  const agent = await agentPod();
+  const count = (result: string) => podMetric(agent, AGENT_METRICS_PORT, `sidecar_terminator_agent_requests_on_exit_total{result="${result}"}`);
+  return await count('created') + await count('existed');
+}
+
 const unmarkedJob = (proxy: string): JobSpec => ({ restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container(proxy, stopOnTerm(0))] });
 
 describe('sidecar policies (R54) on the local cluster', () => {
@@ -99,11 +106,15 @@ describe('sidecar policies (R54) on the local cluster', () => {
     if (other) await deleteTestNamespace(core, other);
   });
 
-  it('R54: a cluster policy releases a Job whose template marks nothing; the event names the policy; the status counts it', async () => {
+  it('R54: a cluster policy releases a Job whose template marks nothing (by the fast path where it runs); the event names the policy; the status counts it', async () => {
     apply(clusterPolicy('e2e-mesh', { namespaceSelector: inNamespace(), containers: [{ name: 'mesh-proxy' }] }));
+    const decisionsBefore = await fastPathDecisions();
     await jobs.runJob(namespace, 'mesh', unmarkedJob('mesh-proxy'));
     const { type } = await jobs.finishedJob(namespace, 'mesh');
     assert.equal(type, 'Complete');
+    if (versionFeatures().admissionPolicies) {
+      assert.ok(await fastPathDecisions() > decisionsBefore, 'the agent\'s fast path decided for the policy-marked sidecar');
+    }
     const events = await podEvents(await jobs.onlyPod(namespace, 'mesh'));
     const stopping = events.find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.match(stopping ?? '', /"mesh-proxy" \(ClusterSidecarPolicy\/e2e-mesh\)/);
