@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ourJobOptions, planBatches, ratios, sidecarNames, VARIANTS } from './latency.ts';
+import { ourJobOptions, planBatches, POLICY_MARKED_SIDECAR, ratios, sidecarNames, VARIANTS } from './latency.ts';
 import { summarize } from './stats.ts';
 
 describe('part 1: the Jobs of each kind of batch', () => {
@@ -15,8 +15,11 @@ describe('part 1: the Jobs of each kind of batch', () => {
     assert.equal(proxy!.lifecycle, undefined);
   });
 
-  it('the variants: a preStop hook; an ignore-exit-code sidecar exiting 143; three sidecars, all marked', () => {
-    assert.deepEqual(VARIANTS, ['preStop', 'exit143', 'threeSidecars']);
+  it('the variants: a preStop hook; an ignore-exit-code sidecar exiting 143; three sidecars, all marked; one a policy marks alone', () => {
+    assert.deepEqual(VARIANTS, ['preStop', 'exit143', 'threeSidecars', 'policyMarked']);
+    const byPolicy = containers('policyMarked')[1]!;
+    assert.equal(byPolicy.name, POLICY_MARKED_SIDECAR);
+    assert.equal(byPolicy.env, undefined, 'no marker of its own');
     assert.ok(containers('preStop')[1]!.lifecycle?.preStop?.exec);
     const exit143 = containers('exit143')[1]!;
     assert.match(exit143.command!.join(' '), /trap 'exit 143' TERM/);

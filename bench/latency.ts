@@ -32,10 +32,14 @@ export type Kind = 'ours' | 'native';
  * exec preStop hook on the sidecar, with an ignore-exit-code sidecar exiting 143 on SIGTERM, and with
  * three sidecars per Pod (main → sidecar: to the last of them).
  */
-export type BatchKind = 'mixed' | 'allOurs' | 'allNative' | 'onFailure' | 'preStop' | 'exit143' | 'threeSidecars';
+export type BatchKind = 'mixed' | 'allOurs' | 'allNative' | 'onFailure' | 'preStop' | 'exit143' | 'threeSidecars' | 'policyMarked';
 
 /** The variants of ours alone, each with `variantJobs` Jobs. */
-export const VARIANTS = ['preStop', 'exit143', 'threeSidecars'] as const satisfies readonly BatchKind[];
+export const VARIANTS = ['preStop', 'exit143', 'threeSidecars', 'policyMarked'] as const satisfies readonly BatchKind[];
+
+/** The policyMarked variant's sidecar: no marker of its own; the cluster policy POLICY_MARKED_POLICY names it. */
+export const POLICY_MARKED_SIDECAR = 'policy-proxy';
+const POLICY_MARKED_POLICY = 'bench-policy-marked';
 
 export interface JobSample {
   kind: Kind;
@@ -89,6 +93,8 @@ export interface LatencyResult {
   preStop?: LatencyFigures;
   exit143?: LatencyFigures;
   threeSidecars?: LatencyFigures;
+  /** A sidecar marked by a ClusterSidecarPolicy alone (absent in older results). */
+  policyMarked?: LatencyFigures;
   agentLog?: AgentLogNote;
   /** The agent's step histograms over the whole part (both kinds of batches): a cross-check of the timelines. */
   agentHistograms?: Record<string, HistogramBounds>;
@@ -104,6 +110,7 @@ const PRESTOP_HOOK = { exec: { command: ['sh', '-c', 'echo draining'] } };
 
 /** The sidecars of a batch's Pods, by container name. */
 export function sidecarNames(batch: BatchKind): string[] {
+  if (batch === 'policyMarked') return [POLICY_MARKED_SIDECAR];
   return batch === 'threeSidecars' ? ['proxy', 'proxy-2', 'proxy-3'] : ['proxy'];
 }
 
@@ -112,6 +119,7 @@ export function ourJobOptions(batch: BatchKind): JobOptions {
   const restartPolicy = batch === 'onFailure' ? 'OnFailure' : 'Never';
   const sidecars = sidecarNames(batch).map((sidecar) => {
     if (batch === 'exit143') return busybox(sidecar, EXIT_143_SCRIPT, { env: [SIDECAR_MARK, { name: ENV_IGNORE_EXIT_CODE, value: 'true' }] });
+    if (batch === 'policyMarked') return busybox(sidecar, SIDECAR_SCRIPT);
     return busybox(sidecar, SIDECAR_SCRIPT, { env: [SIDECAR_MARK], ...(batch === 'preStop' ? { lifecycle: { preStop: PRESTOP_HOOK } } : {}) });
   });
   return { restartPolicy, containers: [busybox('main', MAIN_SCRIPT), ...sidecars] };
@@ -128,6 +136,7 @@ function nativeJob(name: string, nodeName: string): V1Job {
 export const BATCH_TITLES: Record<BatchKind, string> = {
   mixed: 'mixed', allOurs: 'ours alone', allNative: 'native alone', onFailure: 'ours alone, OnFailure',
   preStop: 'ours alone, exec preStop hook', exit143: 'ours alone, ignore-exit-code sidecar exiting 143', threeSidecars: 'ours alone, three sidecars a Pod',
+  policyMarked: 'ours alone, sidecar marked by a cluster policy',
 };
 
 /** A sample's group in `byNode`: its kind of batch, and in the mixed ones its kind. */
@@ -190,6 +199,7 @@ export async function runLatency(ctx: Context, agents: readonly V1Pod[], jobsPer
 
   const plan: Plan = { jobsPerKind, batchSize, withNative, variantJobs };
   const batches = planBatches(plan, ctx.nodes);
+  if (variantJobs > 0) await ctx.kube.request('POST', '/apis/sidecar-terminator.dev/v1alpha1/clustersidecarpolicies', policyMarkedPolicy(namespace));
   const readAgentLog = await followAgentLogs(ctx, agents);
   const metricsBefore = await scrapeAllOrNothing(agents);
   const failures: string[] = [];
@@ -236,8 +246,17 @@ export async function runLatency(ctx: Context, agents: readonly V1Pod[], jobsPer
   } finally {
     jobWatch.stop();
     podWatch.stop();
+    if (variantJobs > 0) await ctx.kube.request('DELETE', `/apis/sidecar-terminator.dev/v1alpha1/clustersidecarpolicies/${POLICY_MARKED_POLICY}`).catch(() => {});
     await deleteNamespace(ctx, namespace);
   }
+}
+
+/** The cluster policy that marks the policyMarked variant's sidecar, in this part's namespace only. */
+function policyMarkedPolicy(namespace: string): object {
+  return {
+    apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name: POLICY_MARKED_POLICY },
+    spec: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: POLICY_MARKED_SIDECAR }] },
+  };
 }
 
 function summary(
@@ -267,7 +286,7 @@ function summary(
       `${SIDECAR_MARK.name}=true; ${withNative ? 'native: the same container as an init container with restartPolicy Always' : 'no native sidecars on this release'}. ${batchSize} Jobs at a time ` +
       `(created together), next batch when all have finished; ${withNative ? `mixed batches (half ours, half native, ${jobsPerKind} Jobs of each kind) take turns with batches of ours alone and of native alone (${jobsPerKind} Jobs each)` : `ours alone (${jobsPerKind} Jobs)`}, ` +
       `with batches of ours alone under restartPolicy OnFailure (${jobsPerKind} Jobs; the others run under Never)` +
-      (variantJobs > 0 ? `, and ${variantJobs} Jobs of ours alone for each variant: an exec preStop hook on the sidecar (\`${PRESTOP_HOOK.exec.command.join(' ')}\`), an ignore-exit-code sidecar exiting 143 on SIGTERM, three sidecars a Pod (main → sidecar to the last)` : '') + '. ' +
+      (variantJobs > 0 ? `, and ${variantJobs} Jobs of ours alone for each variant: an exec preStop hook on the sidecar (\`${PRESTOP_HOOK.exec.command.join(' ')}\`), an ignore-exit-code sidecar exiting 143 on SIGTERM, three sidecars a Pod (main → sidecar to the last), a sidecar marked by a ClusterSidecarPolicy alone` : '') + '. ' +
       'main→sidecar: containerd\'s finishedAt (ns) of both containers via CRI ContainerStatus' + (manyNodes ? ' on the Pod\'s node' : '') + '. created→complete: benchmark clock, create request sent → Job ' +
       'watch event with Complete=True received. After the sidecar: its finishedAt → the Pod\'s Succeeded/Failed phase on a Pod watch → the Job\'s condition on the Job watch (one clock: the benchmark runs on the node). Steps: the `timeline` of the agent\'s "container stopped" log line for the Pod (GET pods/log of the agent); ' +
       'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check' +

@@ -3,7 +3,7 @@
 //   1. termination latency vs native sidecars, and with ten of ours finishing together
 //   2. bursts of 100 Jobs, ours and native sidecars in turns   3. the agent's footprint
 //   4. the controller with 20,000 Pods   5. a soak of Jobs finishing for two hours (memory over time)
-// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,soak selects parts (default
+// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,policies,soak selects parts (default
 // all); the results of parts not run are kept from the previous results.json. On the oldest
 // supported release (e2e/cluster/versions.env; bench/run.sh runs it after the newest) only part 1
 // runs, ours alone (no native sidecars there), into `latencyOldest` of the same results.json. On a
@@ -24,6 +24,8 @@ import type { BatchKind, Kind, LatencyFigures, LatencyResult } from './latency.t
 import { BATCH_TITLES, VARIANTS, runLatency } from './latency.ts';
 import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
+import type { PoliciesResult } from './policies.ts';
+import { runPolicies } from './policies.ts';
 import type { AgentTotals } from './nodes.ts';
 import { agentTotals } from './nodes.ts';
 import { deploy } from './setup.ts';
@@ -67,6 +69,8 @@ interface Results {
   burstLargeNodes?: BurstOnNodes;
   controller?: ScaleResult;
   soak?: SoakResult;
+  /** Part 6: a thousand sidecar policies (R54). */
+  policies?: PoliciesResult;
   /** The parts measured by this run; the others' results come from the previous results.json. */
   partsRun: string[];
   /** The commit and stack that measured each part (bench/stamps.ts); absent in older results. */
@@ -94,7 +98,7 @@ interface LegacyBurst {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,soak').split(',').map((s) => s.trim()));
+  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,policies,soak').split(',').map((s) => s.trim()));
   const ctx = await createContext();
   if (ctx.nodes.length > 1) return onManyNodes(ctx, parts, started);
   if (await onOldestRelease(ctx)) return latencyOnOldest(ctx, started);
@@ -127,6 +131,8 @@ async function main(): Promise<void> {
     rate: num('BENCH_SCALE_RATE', 250),
     waveSeconds: num('BENCH_SCALE_SECONDS', 20),
   }));
+
+  results.policies = await attempt('policies', () => runPolicies(ctx, deployed.agents, deployed.leader, num('BENCH_POLICIES', 1000), num('BENCH_POLICIES_JOBS', 20)));
 
   results.soak = await attempt('soak', () => runSoak(ctx, {
     minutes: num('BENCH_SOAK_MINUTES', 120),
@@ -268,7 +274,7 @@ function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<st
   // The parts on several nodes are never run here: a run of their own writes them.
   const keys: Record<string, (keyof Results)[]> = {
     latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'], latencyNodes: ['latencyNodes'], burstNodes: ['burstNodes'],
-    burstLargeNodes: ['burstLargeNodes'],
+    burstLargeNodes: ['burstLargeNodes'], policies: ['policies'],
   };
   for (const [part, fields] of Object.entries(keys)) {
     if (parts.has(part)) continue;
@@ -379,6 +385,14 @@ function targets(r: Results): Target[] {
     add(what, 'within 10 % (flat)', w?.rssGrowthPercent, ' %', (v) => Math.abs(v) <= 10);
   }
   t.push({ what: 'controller kept up', target: `≥ 200 Pods finishing per second`, value: r.controller ? `${r.controller.keptUp ? 'yes' : 'no'}: ${r.controller.keptUpReason}` : 'not measured', met: r.controller ? r.controller.keptUp : null });
+  const policies = r.policies;
+  const count = policies ? policies.clusterPolicies + policies.namespacedPolicies : 1000;
+  add(`sidecar marked by a policy / by its env, main finished → sidecar finished p50, with ${count} policies`, '≤ 1.10', policies?.policyOverEnvP50, '', (v) => v <= 1.1);
+  t.push({
+    what: `memory with ${count} policies (RSS before → after): agent, controller leader`, target: 'reported',
+    value: policies ? `${policies.agent.before.rssMB} → ${policies.agent.after.rssMB} MiB, ${policies.controller.before.rssMB} → ${policies.controller.after.rssMB} MiB` : 'not measured',
+    met: null,
+  });
   return t;
 }
 

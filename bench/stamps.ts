@@ -2,7 +2,7 @@
 // keeps the others from the previous results, whose own stamps travel with them.
 
 /** latencyNodes, burstNodes and burstLargeNodes: parts 1 and 2 on a cluster of several nodes (a run of their own). */
-export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes', 'burstLargeNodes'] as const;
+export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes', 'burstLargeNodes', 'policies'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface PartStamp {
