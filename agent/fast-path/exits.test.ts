@@ -23,7 +23,7 @@ import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import type { RuntimeContainerID } from '../../api/container-id.ts';
 import { runtimeContainerID } from '../../api/container-id.ts';
-import type { Handoff } from './handoff.ts';
+import type { FirstStop, Handoff } from './handoff.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));
@@ -52,6 +52,8 @@ function harness(o: HarnessOptions = {}) {
   const cache: { stale?: ContainerRecreateRequest[] } = {};
   /** The requests handed over for carrying out, as created, with the runtime's answers and their timings. */
   const handedOver: Handoff[] = [];
+  /** The requests whose stops were asked to begin before their create. */
+  const firstStops: FirstStop[] = [];
   /** The agent's clock: moves only when a test moves it. */
   const clock = { nowMs: 1_000_000 };
   const runtime = fakeRuntime({
@@ -77,6 +79,11 @@ function harness(o: HarnessOptions = {}) {
       read: async (namespace, name) => api.object<ContainerRecreateRequest>(requestPath(namespace, name)),
     },
     runtimes: new DiscoveredRuntimes([runtime]),
+    // The Reconciler begins them (agent/stop-first.test.ts): here, what was asked of it.
+    stopFirst: async (first) => {
+      firstStops.push(first);
+      return new Set();
+    },
     handOff: (handoff) => {
       handedOver.push(handoff);
     },
@@ -100,7 +107,7 @@ function harness(o: HarnessOptions = {}) {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
   };
-  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, answers, clock };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, firstStops, answers, clock };
 }
 
 describe('ExitHandler', () => {

@@ -1,6 +1,6 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
-// sidecars, created by the agent itself.
+// sidecars, created by the agent itself, its stops begun as the create is sent (R54).
 import type { Clock } from '../../common/clock.ts';
 import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
@@ -19,7 +19,7 @@ import type { ContainerID, RuntimeContainerID } from '../../api/container-id.ts'
 import { containerIDOf } from '../../api/container-id.ts';
 import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
-import type { Handoff, RuntimeAnswer } from './handoff.ts';
+import type { FirstStop, Handoff, RuntimeAnswer } from './handoff.ts';
 import { namespacedKey, splitKey } from '../../common/informer.ts';
 
 /** What the agent's watches hold, as the fast path reads it. */
@@ -47,6 +47,11 @@ export interface ExitHandlerDeps {
   runtimes: Pick<RuntimeRegistry, 'runtimeFor' | 'forContainer'>;
   /** The kubelet labels of a sidecar container, when read ahead. */
   ownerOf: (containerID: ContainerID) => ContainerOwner | undefined;
+  /**
+   * Begins the stops of a request about to be created (R54); resolves to the containers
+   * (`<runtime>://<id>`) whose stop is under way.
+   */
+  stopFirst: (first: FirstStop) => Promise<ReadonlySet<string>>;
   /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
   handOff: (handoff: Handoff) => void;
   events: EventRecorder;
@@ -254,10 +259,22 @@ export class ExitHandler {
     let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
     let asked: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
+    let stopping: Promise<ReadonlySet<string>> = Promise.resolve(new Set());
+    const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
+    const exit = { exitEventAtMs, ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }) };
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
     // request not ours (our name taken, see isOwnRequest): decided again without that name.
     for (let tries = 0; decision && !created && tries < MAX_NAME_TRIES; tries++) {
-      if (tries === 0) asked = this.askRuntimeAboutTargets(runtime, decision.request);
+      if (tries === 0) {
+        asked = this.askRuntimeAboutTargets(runtime, decision.request);
+        // The stop first, the record after (R54): the create is off the stop's path, and whatever
+        // becomes of it (a 409, an error the queue retries), the request's reconcile records the stop.
+        const answers = new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]);
+        stopping = this.deps.stopFirst({ request: decision.request, answers, exit }).catch((err: unknown) => {
+          this.deps.log.warn('could not begin the stop before the create: the request\'s reconcile stops', { pod: namespacedKey(namespace, name), error: errorMessage(err) });
+          return new Set<string>();
+        });
+      }
       created = await this.deps.api.create(decision.request);
       if (created) break;
       const holder = await this.holderOf(decision.request, pod);
@@ -269,14 +286,13 @@ export class ExitHandler {
     const createdAtMs = this.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
-    const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
+    // An answer from before a stop this agent began says nothing of the container now.
+    const stoppedFirst = await stopping;
+    const answers = [...asked, ...this.answersFromLabels(runtime, decision.request, exits)].filter(([containerID]) => !stoppedFirst.has(containerID));
     this.deps.handOff({
       request: created,
-      answers: new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]),
-      timing: {
-        exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
-        ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
-      },
+      answers: new Map(answers),
+      timing: { ...exit, createdAtMs, apiCreateMs: createdAtMs - createStartMs },
     });
     if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - exitEventAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: namespacedKey(namespace, name), request: decision.request.metadata.name, containers: decision.containers });
