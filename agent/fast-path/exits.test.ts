@@ -42,6 +42,8 @@ interface HarnessOptions {
   podContainers?: PodContainer[];
   /** Sidecar labels read ahead, by `<runtime>://<id>`. */
   owners?: Map<string, ContainerOwner>;
+  /** The containers whose stop the Reconciler says it began before the create (default none). */
+  stoppedFirst?: string[];
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -82,7 +84,7 @@ function harness(o: HarnessOptions = {}) {
     // The Reconciler begins them (agent/stop-first.test.ts): here, what was asked of it.
     stopFirst: async (first) => {
       firstStops.push(first);
-      return new Set();
+      return new Set(o.stoppedFirst);
     },
     handOff: (handoff) => {
       handedOver.push(handoff);
@@ -143,6 +145,29 @@ describe('ExitHandler', () => {
     // the main is not a target) while the request is created, and its answer handed over with it.
     assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
     assert.deepEqual((await h.answers()).map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
+  });
+
+  it('R54: the stops are asked to begin before the create is sent, with the request, the runtime\'s answers and the exit; no answer from before a stop begun is handed over', async () => {
+    const owner = { ...OWNER, container: 'proxy' };
+    const h = harness({ owners: new Map([['containerd://proxy-id', owner]]), stoppedFirst: ['containerd://proxy-id'] });
+    /** How many stops were asked for when each create was sent. */
+    const stopsAtCreate: number[] = [];
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      if (args[0] === requestPath('ns')) stopsAtCreate.push(h.firstStops.length);
+      return create(...args);
+    }) as typeof create;
+    const exitedAtMs = h.clock.nowMs - 3;
+    h.exits.containerExited(h.runtime, MAIN_ID, 0, exitedAtMs);
+    await h.exits.idle();
+    h.exits.stop();
+    assert.deepEqual(stopsAtCreate, [1]);
+    const [first] = h.firstStops;
+    assert.equal(first?.request.metadata.name, requestName(UID, 1));
+    assert.deepEqual(first?.exit, { mainExitedAtMs: exitedAtMs, exitEventAtMs: exitedAtMs + 3 });
+    assert.deepEqual((await first!.answers.get('containerd://proxy-id' as never))?.container.state, 'running');
+    assert.equal(h.handedOver.length, 1);
+    assert.deepEqual(await h.answers(), [], 'the Reconciler asks the runtime itself about a container it began to stop');
   });
 
   it('labels read ahead: the answer is made from them and the announced exits as the create returns, without a runtime call', async () => {
