@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
+import { ANNOTATION_STOP_LAST } from '../api/names.ts';
 import { createIfAbsent } from '../common/kube/errors.ts';
 import { FakeKubeApi, apiError } from '../test/support/fake-api.ts';
 import type { Logger } from '../common/log.ts';
@@ -32,9 +33,14 @@ const PROXY_ID = runtimeContainerID('proxy-id');
 const REQUEST = requestPath('ns', requestName(UID, 1));
 const quiet = { debug: () => quiet, info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
 
-/** A Job's Pod as kubelet last reported it: main and proxy running; `hook`: the proxy has a preStop hook. */
-function jobPod(hook = false): V1Pod {
-  const pod = makePod({ containers: [main('main'), sidecar('proxy')] });
+/**
+ * A Job's Pod as kubelet last reported it: main and proxy running; `hook`: the proxy has a preStop
+ * hook; `tiers`: a log shipper beside it, and the proxy stopped last (R53).
+ */
+function jobPod(hook = false, tiers = false): V1Pod {
+  const pod = tiers
+    ? makePod({ containers: [main('main'), sidecar('logs'), sidecar('proxy')], annotations: { [ANNOTATION_STOP_LAST]: 'proxy' } })
+    : makePod({ containers: [main('main'), sidecar('proxy')] });
   if (hook) pod.spec!.containers[1]!.lifecycle = { preStop: { exec: { command: ['/bin/drain'] } } };
   return pod;
 }
@@ -49,18 +55,20 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 interface HarnessOptions {
   hook?: boolean;
+  tiers?: boolean;
   /** The stop returns, but the runtime still says running (containerd deletes the task first). */
   statusLagsStop?: boolean;
 }
 
 function harness(o: HarnessOptions = {}) {
   const api = new FakeKubeApi();
-  const v1pod = jobPod(o.hook);
+  const v1pod = jobPod(o.hook, o.tiers);
   const pod = projectPod(v1pod);
   const agentPod = projectAgentPod(v1pod, { wholeHooks: true });
   /** Runtime calls, the create's send and return, and the status writes, in order. */
   const calls: string[] = [];
-  const proxy = { stopped: false };
+  /** The containers whose stop returned. */
+  const stopped = new Set<string>();
   /** Each stop is held until released, so a test sees it in flight. */
   let stopHeld = deferred();
   /** The create is held until released: the API server under a burst. */
@@ -68,13 +76,13 @@ function harness(o: HarnessOptions = {}) {
   const runtime = fakeRuntime({
     calls,
     status: (id): RuntimeContainer | undefined => {
-      const owner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: id === PROXY_ID ? 'proxy' : 'main' };
-      const exited = id === MAIN_ID || (proxy.stopped && !o.statusLagsStop);
+      const owner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: id.replace(/-id$/, '') };
+      const exited = id === MAIN_ID || (stopped.has(id) && !o.statusLagsStop);
       return { id, state: exited ? 'exited' : 'running', ...(exited ? { exitCode: 0 } : {}), startedAtNs: 1n, finishedAtNs: 0n, owner };
     },
-    stop: async () => {
+    stop: async (id) => {
       await stopHeld.promise;
-      proxy.stopped = true;
+      stopped.add(id);
     },
   });
   const runtimes = new DiscoveredRuntimes([runtime]);
@@ -162,7 +170,7 @@ function harness(o: HarnessOptions = {}) {
     await createIfAbsent(api, requestPath('ns'), built);
   };
   return {
-    api, exits, runtime, calls, queued, agent, reconcilerDeps, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates, proxy,
+    api, exits, runtime, calls, queued, agent, reconcilerDeps, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates,
     releaseStop: () => stopHeld.resolve(),
     releaseCreate: () => createHeld.resolve(),
     /** A restarted agent: new process, nothing of the old one's memory; the API and the runtime as they are. */
@@ -277,7 +285,8 @@ describe('Stop first, record after (R54)', () => {
     const h = harness({ hook: true });
     h.releaseStop();
     h.exits.containerExited(h.runtime, MAIN_ID, 0);
-    await new Promise((r) => setImmediate(r));
+    for (let turn = 0; turn < 50; turn++) await new Promise((r) => setImmediate(r));
+    assert.ok(h.calls.includes('create sent'));
     assert.equal(h.stopsSent(), 0, 'nothing stopped while the create is on its way');
     h.releaseCreate();
     await h.exits.idle();
@@ -288,5 +297,17 @@ describe('Stop first, record after (R54)', () => {
     const order = h.calls.filter((c) => c.startsWith('patch') || c.startsWith('exec') || c.startsWith('stop'));
     assert.deepEqual(order.slice(0, 3), ['patch Recreating isKilled', `exec ${PROXY_ID} /bin/drain`, `stop ${PROXY_ID}`]);
     assert.equal(h.stopsSent(), 1);
+  });
+
+  it('R54, R53: only the first tier is stopped first: the log shipper, while the proxy stopped last waits for its own request', async () => {
+    const h = harness({ tiers: true });
+    h.releaseStop();
+    h.releaseCreate();
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
+    await h.exits.idle();
+    await h.stopsDone();
+    h.exits.stop();
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('stop')), [`stop ${runtimeContainerID('logs-id')}`]);
+    assert.deepEqual(h.api.object<ContainerRecreateRequest>(REQUEST)?.spec.containers.map((c) => c.name), ['logs']);
   });
 });
