@@ -220,7 +220,8 @@ describe('Stop first, record after (R54)', () => {
     await h.reconcile();
     assert.equal(h.stopsSent(), 1);
     assert.equal(h.status()?.phase, 'Completed');
-    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.exitCode]), [['proxy', 'Succeeded', 0]]);
+    // This process's own stop returned: the exit is recorded as its kill.
+    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled, s.exitCode]), [['proxy', 'Succeeded', true, 0]]);
   });
 
   it('R54: the controller was first (409): its request, delivered by the watch while the fast path\'s stop is in flight, records it and sends no second stop', async () => {
@@ -278,7 +279,8 @@ describe('Stop first, record after (R54)', () => {
     await h.reconcile();
     assert.equal(h.stopsSent(), 1);
     assert.equal(h.status()?.phase, 'Completed');
-    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.exitCode]), [['proxy', 'Succeeded', 0]]);
+    // A new process knows of no stop of its own: the exit is recorded as found.
+    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled, s.exitCode]), [['proxy', 'Succeeded', false, 0]]);
   });
 
   it('R54, R39: a sidecar with a preStop hook is not stopped before its record: isKilled is written, then the hook, then the stop', async () => {

@@ -107,10 +107,14 @@ export class Stops {
     this.closing = true;
   }
 
-  /** The view, with when to look again if this agent's stop of the container returned and the runtime still says running. */
+  /**
+   * The view, with this agent's own stop of the container when one returned: when to look again if
+   * the runtime still says running, or that its exit is that stop's (a stop begun before its request, R54).
+   */
   withRecheck(view: RuntimeView): RuntimeView {
-    const recheckInMs = view.containerID && view.container?.state === 'running' ? this.returnedStops.waitLeftMs(view.containerID) : undefined;
-    return recheckInMs === undefined ? view : { ...view, recheckInMs };
+    if (!view.containerID || !this.returnedStops.stoppedHere(view.containerID)) return view;
+    const recheckInMs = view.container?.state === 'running' ? this.returnedStops.waitLeftMs(view.containerID) : undefined;
+    return { ...view, stoppedHere: true, ...(recheckInMs === undefined ? {} : { recheckInMs }) };
   }
 
   /** The runtime's view of the container now. */
