@@ -187,7 +187,7 @@ describe('Stop first, record after (R54)', () => {
     const h = harness();
     h.exits.containerExited(h.runtime, MAIN_ID, 0);
     await h.stopSent();
-    assert.deepEqual(h.calls.filter((c) => c.startsWith('create') || c.startsWith('stop')), ['create sent', `stop ${PROXY_ID}`], 'the stop does not wait for the create');
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('create') || c.startsWith('stop')).sort(), ['create sent', `stop ${PROXY_ID}`], 'the stop does not wait for the create');
     h.releaseCreate();
     await h.exits.idle();
     // The hand-off: the stop is in flight, so the request records it (isKilled) and sends none.

@@ -170,6 +170,33 @@ describe('ExitHandler', () => {
     assert.deepEqual(await h.answers(), [], 'the Reconciler asks the runtime itself about a container it began to stop');
   });
 
+  it('R54: once a Pod\'s stop has begun, its create holds no worker: a burst\'s stops wait on no one\'s create', async () => {
+    // Three Pods, two workers, every create held up at the API server.
+    const pods = [0, 1, 2].map((i) => {
+      const pod = makePod({ containers: [main('main', 'running', { id: `containerd://main-${i}` }), sidecar('proxy', 'running', [], { id: `containerd://proxy-${i}` })] });
+      pod.metadata!.name = `job-pod-${i}`;
+      pod.metadata!.uid = `uid-${i}`;
+      return projectPod(pod);
+    });
+    const h = harness({ pods });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      if (args[0] === requestPath('ns')) await held;
+      return create(...args);
+    }) as typeof create;
+    for (const i of [0, 1, 2]) h.exits.containerExited(h.runtime, runtimeContainerID(`main-${i}`), 0);
+    for (let turn = 0; turn < 50 && h.firstStops.length < 3; turn++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.firstStops.map((f) => f.request.spec.podName), ['job-pod-0', 'job-pod-1', 'job-pod-2']);
+    release();
+    await h.exits.idle();
+    h.exits.stop();
+    assert.equal(h.handedOver.length, 3);
+  });
+
   it('labels read ahead: the answer is made from them and the announced exits as the create returns, without a runtime call', async () => {
     const owner = { ...OWNER, container: 'proxy' };
     const h = harness({ owners: new Map([['containerd://proxy-id', owner]]) });

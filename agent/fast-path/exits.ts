@@ -6,6 +6,7 @@ import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
 import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
+import type { QueueWorker } from '../../common/queue.ts';
 import { WorkQueue } from '../../common/queue.ts';
 import { EVENT_REASONS } from '../../api/names.ts';
 import type { PodProjection } from '../../rules/projection.ts';
@@ -108,7 +109,7 @@ export class ExitHandler {
     this.queue = new WorkQueue({
       workers: deps.workers,
       now: this.now,
-      handler: (key) => this.handle(key),
+      handler: (key, worker) => this.handle(key, worker),
       observe: deps.metrics.workQueue('exits'),
       onError: (key, err, retryInMs) => deps.log.warn('could not act on a container exit, retrying', { pod: key, error: errorMessage(err), retryInMs }),
     });
@@ -234,7 +235,7 @@ export class ExitHandler {
     return projected;
   }
 
-  private async handle(key: string): Promise<void> {
+  private async handle(key: string, worker?: QueueWorker): Promise<void> {
     const { runtimePrefix: prefix, namespace, name } = parseExitKey(key);
     const reported = this.reportedExits.get(namespacedKey(namespace, name));
     const exits = reported?.codes ?? new Map<RuntimeContainerID, number>();
@@ -274,6 +275,10 @@ export class ExitHandler {
           this.deps.log.warn('could not begin the stop before the create: the request\'s reconcile stops', { pod: namespacedKey(namespace, name), error: errorMessage(err) });
           return new Set<string>();
         });
+        // Begun: the create holds up no stop, so the worker goes to the next Pod's exit (a burst's
+        // stops wait on no one's create), and the stop is in flight before its request can be seen.
+        await stopping;
+        worker?.release();
       }
       created = await this.deps.api.create(decision.request);
       if (created) break;
