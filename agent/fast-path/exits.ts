@@ -1,6 +1,6 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
-// sidecars, created by the agent itself, its stops begun as the create is sent (R54).
+// sidecars, created by the agent itself once its stops have begun (R54).
 import type { Clock } from '../../common/clock.ts';
 import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
@@ -260,7 +260,7 @@ export class ExitHandler {
     let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
     let asked: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
-    let stopping: Promise<ReadonlySet<string>> = Promise.resolve(new Set());
+    let stoppedFirst: ReadonlySet<string> = new Set();
     const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
     const exit = { exitEventAtMs, ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }) };
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
@@ -271,13 +271,12 @@ export class ExitHandler {
         // The stop first, the record after (R54): the create is off the stop's path, and whatever
         // becomes of it (a 409, an error the queue retries), the request's reconcile records the stop.
         const answers = new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]);
-        stopping = this.deps.stopFirst({ request: decision.request, answers, exit }).catch((err: unknown) => {
+        stoppedFirst = await this.deps.stopFirst({ request: decision.request, answers, exit }).catch((err: unknown) => {
           this.deps.log.warn('could not begin the stop before the create: the request\'s reconcile stops', { pod: namespacedKey(namespace, name), error: errorMessage(err) });
           return new Set<string>();
         });
         // Begun: the create holds up no stop, so the worker goes to the next Pod's exit (a burst's
         // stops wait on no one's create), and the stop is in flight before its request can be seen.
-        await stopping;
         worker?.release();
       }
       created = await this.deps.api.create(decision.request);
@@ -292,7 +291,6 @@ export class ExitHandler {
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
     // An answer from before a stop this agent began says nothing of the container now.
-    const stoppedFirst = await stopping;
     const answers = [...asked, ...this.answersFromLabels(runtime, decision.request, exits)].filter(([containerID]) => !stoppedFirst.has(containerID));
     this.deps.handOff({
       request: created,
