@@ -23,8 +23,9 @@ import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ContainerRuntimeOf } from './runtime/discover.ts';
-import type { Handoff } from './fast-path/handoff.ts';
-import { HandedOver } from './fast-path/handoff.ts';
+import type { FirstStop, Handoff, RuntimeAnswer } from './fast-path/handoff.ts';
+import { HandedOver, usableAnswer } from './fast-path/handoff.ts';
+import type { RuntimeContainer } from './runtime/types.ts';
 import { RequestTimings } from './timeline.ts';
 import type { StopTiming } from './stops.ts';
 import { Stops } from './stops.ts';
@@ -144,6 +145,33 @@ export class Reconciler {
     this.deps.requeue(namespacedKey(request.metadata.namespace!, request.spec.podName));
   }
 
+  /**
+   * R55: the stops of a request the fast path is creating, begun before the create returns: planned
+   * as the request's own reconcile plans them (its Pod's uid and node, the runtime's kubelet labels,
+   * kubelet's restart rules, in-flight and returned stops), from the runtime's answers the fast path
+   * gathered. Only stops without a hook: a hook runs at most once, so its record comes first (R39).
+   * Resolves to the containers (`<runtime>://<id>`) whose stop this began.
+   */
+  async stopFirst({ request, answers, exit }: FirstStop): Promise<ReadonlySet<string>> {
+    const actingAtMs = this.now();
+    const namespace = request.metadata.namespace!;
+    const pod = this.deps.cache.agentPod(namespace, request.spec.podName);
+    if (this.closing || !pod || awaitsAdmission(request)) return new Set();
+    const byID: ReadonlyMap<string, Promise<RuntimeAnswer | undefined>> = answers;
+    const runtime = await this.runtimeViews(request, pod, async (containerID) => usableAnswer(await byID.get(containerID), this.now()));
+    const timing = { actingAtMs, runtimeCheckMs: this.now() - actingAtMs, exit };
+    const plan = planRequest({ crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true, nowMs: this.now(), apiNowMs: this.apiNow() });
+    const key = namespacedKey(namespace, request.spec.podName);
+    const started = new Set<string>();
+    for (const stop of plan.stops) {
+      // A hook the cache did not keep (too large) is in the Pod still: left to the request's reconcile.
+      if (stop.preStop || pod.containers.find((c) => c.name === stop.name)?.preStopNotKept) continue;
+      this.stops.startFirstStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
+      started.add(stop.containerID);
+    }
+    return started;
+  }
+
   /** Stops under way in this process. */
   stopsInFlight(): number {
     return this.stops.count();
@@ -233,7 +261,7 @@ export class Reconciler {
    */
   private async planAndStop(request: ContainerRecreateRequest, pod: AgentPod, key: string, actingAtMs: number, claims: Map<string, string>): Promise<StartedPlan | undefined> {
     const checkStartMs = this.now();
-    const runtime = await this.runtimeViews(request, pod);
+    const runtime = await this.runtimeViews(request, pod, (containerID) => this.handedOver.takeAnswer(containerID));
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
     const inputs = { crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true };
     let plan = planRequest({ ...inputs, nowMs: this.now(), apiNowMs: this.apiNow() });
@@ -314,9 +342,9 @@ export class Reconciler {
 
   /**
    * The runtime's view of the container the Pod status reports for each target (never
-   * statusContext's): asked now, or given ahead while this agent created the request.
+   * statusContext's): asked now, or `given` ahead by the fast path, which asked while it created the request.
    */
-  private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod): Promise<Map<string, RuntimeView>> {
+  private async runtimeViews(crr: ContainerRecreateRequest, pod: AgentPod, given: (containerID: string) => Promise<RuntimeContainer | undefined>): Promise<Map<string, RuntimeView>> {
     const views = new Map<string, RuntimeView>();
     const recorded = new Map((crr.status?.containerRecreateStates ?? []).map((s) => [s.name, s]));
     await Promise.all(crr.spec.containers.map(async (c) => {
@@ -328,8 +356,8 @@ export class Reconciler {
       }
       // An answer handed over tells of the container before any stop: once isKilled is recorded
       // (the watch brought the request first, and its reconcile stopped it), the runtime is asked.
-      const given = await this.handedOver.takeAnswer(containerID);
-      const usable = recorded.get(c.name)?.isKilled ? undefined : given;
+      const answer = await given(containerID);
+      const usable = recorded.get(c.name)?.isKilled ? undefined : answer;
       views.set(c.name, this.stops.withRecheck({ containerID, ...(usable ? { container: usable } : await this.stops.inspect(containerID)) }));
     }));
     return views;

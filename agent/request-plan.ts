@@ -35,6 +35,8 @@ export interface RuntimeView {
    * status may lag the stop: agent/returned-stops.ts): look again in this many ms, not stop again now.
    */
   recheckInMs?: number;
+  /** This process's stop of this very container returned: an exit found since is recorded as its kill (R55). */
+  stoppedHere?: true;
 }
 
 export interface StopOrder {
@@ -442,7 +444,7 @@ function stepContainer(container: CRRContainer, previous: ContainerRecreateState
     return keep({ name, phase: 'Pending', isKilled, message: `container ${currentID} not found on node ${input.nodeName}` });
   }
   if (current.state === 'exited') {
-    const state: ContainerRecreateState = { name, phase: 'Succeeded', isKilled, exitCode: current.exitCode };
+    const state: ContainerRecreateState = { name, phase: 'Succeeded', isKilled: isKilled || view.stoppedHere === true, exitCode: current.exitCode };
     return keep(kubeletRestarts(pod, name, current.exitCode) ? { ...state, phase: 'Recreating' } : state);
   }
   if (view.recheckInMs !== undefined) return keep({ name, phase: 'Recreating', isKilled: true }, view.recheckInMs);

@@ -1,7 +1,8 @@
 // The stops the Reconciler orders, carried out: each container stopped once at a time (in flight,
 // by full container ID), at most STOPS_PER_POD StopContainer calls per Pod, the hook first when the
-// order has one, a failure recorded in the request; the leftovers of a finished Pod (R45); and a
-// shutdown's wait for what was begun.
+// order has one, a failure recorded in the request; the fast path's stops begun before their
+// request exists (R55), under the same keys and bounds; the leftovers of a finished Pod (R45); and
+// a shutdown's wait for what was begun.
 import type { Clock } from '../common/clock.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
@@ -10,14 +11,14 @@ import { namespacedKey } from '../common/informer.ts';
 import { KeyedLimit } from '../common/keyed-limit.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
-import type { RuntimeView, StopOrder } from './request-plan.ts';
+import type { Refusal, RuntimeView, StopOrder } from './request-plan.ts';
 import { leftoverContainers, leftoverStops, ownerRefusal } from './request-plan.ts';
 import type { AgentPod } from './pod.ts';
 import { runPreStop } from './prestop.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ContainerRuntimeOf } from './runtime/discover.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
-import type { RequestTimings } from './timeline.ts';
+import type { ExitSeen, RequestKnown, RequestTimings } from './timeline.ts';
 import { observeStopSteps, stopTimeline } from './timeline.ts';
 import { ReturnedStops } from './returned-stops.ts';
 import type { StatusWrites } from './status-writes.ts';
@@ -36,6 +37,19 @@ export interface StopsDeps {
   /** Asks for the Pod's requests to be looked at again (after a stop finishes). */
   requeue: (podKey: string) => void;
   now: Clock;
+}
+
+/**
+ * Where a stop's outcome goes: the request's status, or for a stop begun before its request exists
+ * (R55) the log alone, as the request's own reconcile then finds and records what the stop left.
+ */
+interface StopRecord {
+  /** The request's name (the Killing event, the logs). */
+  name: string;
+  /** When the request, or the exit that a first stop answers, became known (the timeline). */
+  known: () => RequestKnown | undefined;
+  failed: (container: string, message: string) => Promise<void>;
+  refused: (container: string, refusal: Refusal) => Promise<void>;
 }
 
 /** When the reconcile that ordered a stop began, and its time in runtime status calls so far. */
@@ -93,10 +107,14 @@ export class Stops {
     this.closing = true;
   }
 
-  /** The view, with when to look again if this agent's stop of the container returned and the runtime still says running. */
+  /**
+   * The view, with this agent's own stop of the container when one returned: when to look again if
+   * the runtime still says running, or that its exit is that stop's (a stop begun before its request, R55).
+   */
   withRecheck(view: RuntimeView): RuntimeView {
-    const recheckInMs = view.containerID && view.container?.state === 'running' ? this.returnedStops.waitLeftMs(view.containerID) : undefined;
-    return recheckInMs === undefined ? view : { ...view, recheckInMs };
+    if (!view.containerID || !this.returnedStops.stoppedHere(view.containerID)) return view;
+    const recheckInMs = view.container?.state === 'running' ? this.returnedStops.waitLeftMs(view.containerID) : undefined;
+    return { ...view, stoppedHere: true, ...(recheckInMs === undefined ? {} : { recheckInMs }) };
   }
 
   /** The runtime's view of the container now. */
@@ -155,8 +173,41 @@ export class Stops {
 
   /** Begins a request's stop, unless this process is stopping the container already. */
   startStop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string, timing: StopTiming, checked?: RuntimeContainer): void {
+    const record: StopRecord = {
+      name: crr.metadata.name!,
+      known: () => (crr.metadata.uid ? this.deps.timings.of(crr.metadata.uid) : undefined),
+      failed: (container, message) => this.deps.statuses.markFailed(crr, container, message),
+      refused: (container, refusal) => this.deps.statuses.refuseNow(crr, pod, container, refusal),
+    };
+    this.begin(record, pod, order, key, timing, checked);
+  }
+
+  /**
+   * R55: begins the stop of a request the fast path is creating, before the create returns: the
+   * same checks, hook, signal and bounds, under the same key, so the request's own reconcile sees
+   * it in flight (or returned) and only records it. A failure or a refusal found right before the
+   * stop is logged: that reconcile finds the container still running, or its labels wrong, again.
+   */
+  startFirstStop(request: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, key: string, timing: StopTiming & { exit: ExitSeen }, checked?: RuntimeContainer): void {
+    // A Pod's first request: a stop this process saw return already is the request's to look at again (R40).
+    if (this.returnedStops.stoppedHere(order.containerID)) return;
+    const where = { pod: namespacedKey(pod.namespace, pod.name), request: request.metadata.name };
+    const record: StopRecord = {
+      name: request.metadata.name!,
+      known: () => ({ atMs: timing.exit.exitEventAtMs, stoppedOnExit: timing.exit }),
+      failed: async (container, message) => {
+        this.deps.log.warn('stop begun before its request failed: the request retries it', { ...where, container, message });
+      },
+      refused: async (container, refusal) => {
+        this.deps.log.warn('stop begun before its request refused: the request records it', { ...where, container, message: refusal.message });
+      },
+    };
+    this.begin(record, pod, order, key, timing, checked);
+  }
+
+  private begin(record: StopRecord, pod: AgentPod, order: StopOrder, key: string, timing: StopTiming, checked?: RuntimeContainer): void {
     if (this.inFlight.has(order.containerID)) return;
-    this.track(order.containerID, key, this.stop(crr, pod, order, { ...timing }, checked)
+    this.track(order.containerID, key, this.stop(record, pod, order, { actingAtMs: timing.actingAtMs, runtimeCheckMs: timing.runtimeCheckMs }, checked)
       .catch((err: unknown) => {
         this.deps.log.error('stop bookkeeping failed', { container: order.containerID, error: errorMessage(err) });
       }));
@@ -176,11 +227,10 @@ export class Stops {
    * with nothing awaited since; otherwise (a hook ran after the status write) the runtime is asked
    * again right before.
    */
-  private async stop(crr: ContainerRecreateRequest, pod: AgentPod, order: StopOrder, timing: StopTiming, checked?: RuntimeContainer): Promise<void> {
-    const { statuses } = this.deps;
+  private async stop(record: StopRecord, pod: AgentPod, order: StopOrder, timing: StopTiming, checked?: RuntimeContainer): Promise<void> {
     const ref = podRef(pod);
     const target = this.deps.forContainer(order.containerID);
-    if (!('runtime' in target)) return statuses.markFailed(crr, order.name, `${target.error}; nothing was executed`);
+    if (!('runtime' in target)) return record.failed(order.name, `${target.error}; nothing was executed`);
     const { runtime, container: parsed } = target;
     const started = this.deps.now();
 
@@ -190,7 +240,7 @@ export class Stops {
         current = await runtime.status(parsed.id);
       } catch (err) {
         this.deps.metrics.runtimeErrors.inc({ method: 'status' });
-        return statuses.markFailed(crr, order.name, `${parsed.runtime} status before the stop: ${errorMessage(err)}; nothing was executed`);
+        return record.failed(order.name, `${parsed.runtime} status before the stop: ${errorMessage(err)}; nothing was executed`);
       } finally {
         timing.runtimeCheckMs += this.deps.now() - started;
       }
@@ -201,17 +251,17 @@ export class Stops {
       return;
     }
     const refusal = ownerRefusal(pod, order.name, order.containerID, current);
-    if (refusal) return statuses.refuseNow(crr, pod, order.name, refusal);
+    if (refusal) return record.refused(order.name, refusal);
 
     if (order.resumed && this.returnedStops.stoppedHere(order.containerID)) {
       // This agent's own stop returned, and the runtime still said running after the wait.
-      this.deps.log.info('stopping again: the runtime still reports the container running after this agent\'s stop returned', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name });
+      this.deps.log.info('stopping again: the runtime still reports the container running after this agent\'s stop returned', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name });
     } else if (order.resumed) {
       // An earlier agent recorded isKilled, sent its Killing event and ran the hook (or began to).
       this.deps.metrics.stopsResumed.inc();
-      this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name });
+      this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name });
     } else {
-      this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${crr.metadata.name})` });
+      this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${record.name})` });
       if (order.preStopNotRun) {
         this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.preStopHookNotRun, message: `PreStop hook of container ${order.name} not run: ${order.preStopNotRun}; the container is stopped` });
       }
@@ -235,17 +285,17 @@ export class Stops {
       this.returnedStops.returned(order.containerID);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.deps.now();
-      const known = crr.metadata.uid ? this.deps.timings.of(crr.metadata.uid) : undefined;
-      const timeline = known && stopTimeline({ knownAtMs: known.atMs, createdOnExit: known.createdOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs });
+      const known = record.known();
+      const timeline = known && stopTimeline({ knownAtMs: known.atMs, createdOnExit: known.createdOnExit, stoppedOnExit: known.stoppedOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs });
       if (known) this.deps.metrics.stopSeconds.observe((exitedAtMs - known.atMs) / 1000);
       if (timeline) observeStopSteps(this.deps.metrics, timeline);
       this.deps.log.info('container stopped', {
-        pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: crr.metadata.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
+        pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
       });
     } catch (err) {
       this.deps.metrics.containerStops.inc({ result: 'failed' });
       this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
-      await statuses.markFailed(crr, order.name, `stop: ${errorMessage(err)}`);
+      await record.failed(order.name, `stop: ${errorMessage(err)}`);
     }
   }
 }

@@ -2,12 +2,16 @@
 // clock (the main's exit by the runtime's, on the same node). Only for metrics and logs: nothing is
 // decided from it, and it is lost with the process, which is harmless.
 
-/** What the fast path knows of a request it created on seeing the mains exit. */
-export interface CreatedOnExit {
-  /** The runtime's timestamp of the exit that completed the mains; absent when the runtime gives none. */
+/** The exit that completed a Pod's mains, as the fast path saw it. */
+export interface ExitSeen {
+  /** The runtime's timestamp of the exit; absent when the runtime gives none. */
   mainExitedAtMs?: number;
   /** When that exit event reached the agent. */
   exitEventAtMs: number;
+}
+
+/** What the fast path knows of a request it created on seeing the mains exit. */
+export interface CreatedOnExit extends ExitSeen {
   /** When the create returned. */
   createdAtMs: number;
   /** How long the create call itself took (a part of exitEvent → created). */
@@ -19,6 +23,8 @@ export interface StopMilestones {
   /** The request became known to the agent: it created it, or its watch event arrived. */
   knownAtMs: number;
   createdOnExit?: CreatedOnExit;
+  /** A stop the fast path began before its request's create returned (R55): no create on its way. */
+  stoppedOnExit?: ExitSeen;
   /** The reconcile that ordered the stop began. */
   actingAtMs: number;
   /** Time spent in runtime status calls before the stop. */
@@ -48,16 +54,17 @@ const ms = (x: number) => Math.round(Math.max(0, x) * 10) / 10;
 
 export function stopTimeline(m: StopMilestones): StopTimeline {
   const fast = m.createdOnExit;
+  const exit = fast ?? m.stoppedOnExit;
   const beforeStop = m.prestopDoneAtMs ?? m.actingAtMs;
   return {
-    ...(fast?.mainExitedAtMs !== undefined ? { exitEvent: ms(fast.exitEventAtMs - fast.mainExitedAtMs) } : {}),
+    ...(exit?.mainExitedAtMs !== undefined ? { exitEvent: ms(exit.exitEventAtMs - exit.mainExitedAtMs) } : {}),
     ...(fast ? { requestCreated: ms(fast.createdAtMs - fast.exitEventAtMs), apiCreate: ms(fast.apiCreateMs) } : {}),
     acting: ms(m.actingAtMs - m.knownAtMs),
     runtimeCheck: ms(m.runtimeCheckMs),
     ...(m.prestopDoneAtMs !== undefined ? { prestopDone: ms(m.prestopDoneAtMs - m.actingAtMs) } : {}),
     stopSent: ms(m.stopSentAtMs - beforeStop),
     containerExited: ms(m.exitedAtMs - m.stopSentAtMs),
-    ...(fast?.mainExitedAtMs !== undefined ? { exitToStopSent: ms(m.stopSentAtMs - fast.mainExitedAtMs) } : {}),
+    ...(exit?.mainExitedAtMs !== undefined ? { exitToStopSent: ms(m.stopSentAtMs - exit.mainExitedAtMs) } : {}),
   };
 }
 
@@ -65,6 +72,7 @@ export function stopTimeline(m: StopMilestones): StopTimeline {
 export interface RequestKnown {
   atMs: number;
   createdOnExit?: CreatedOnExit;
+  stoppedOnExit?: ExitSeen;
 }
 
 /**

@@ -23,7 +23,7 @@ import { fakeRuntime } from '../../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from '../runtime/discover.ts';
 import type { RuntimeContainerID } from '../../api/container-id.ts';
 import { runtimeContainerID } from '../../api/container-id.ts';
-import type { Handoff } from './handoff.ts';
+import type { FirstStop, Handoff } from './handoff.ts';
 
 const log = createLogger('test', 'error');
 const REQUEST = requestPath('ns', requestName(UID, 1));
@@ -42,6 +42,8 @@ interface HarnessOptions {
   podContainers?: PodContainer[];
   /** Sidecar labels read ahead, by `<runtime>://<id>`. */
   owners?: Map<string, ContainerOwner>;
+  /** The containers whose stop the Reconciler says it began before the create (default none). */
+  stoppedFirst?: string[];
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -52,6 +54,8 @@ function harness(o: HarnessOptions = {}) {
   const cache: { stale?: ContainerRecreateRequest[] } = {};
   /** The requests handed over for carrying out, as created, with the runtime's answers and their timings. */
   const handedOver: Handoff[] = [];
+  /** The requests whose stops were asked to begin before their create. */
+  const firstStops: FirstStop[] = [];
   /** The agent's clock: moves only when a test moves it. */
   const clock = { nowMs: 1_000_000 };
   const runtime = fakeRuntime({
@@ -77,6 +81,11 @@ function harness(o: HarnessOptions = {}) {
       read: async (namespace, name) => api.object<ContainerRecreateRequest>(requestPath(namespace, name)),
     },
     runtimes: new DiscoveredRuntimes([runtime]),
+    // The Reconciler begins them (agent/stop-first.test.ts): here, what was asked of it.
+    stopFirst: async (first) => {
+      firstStops.push(first);
+      return new Set(o.stoppedFirst);
+    },
     handOff: (handoff) => {
       handedOver.push(handoff);
     },
@@ -100,7 +109,7 @@ function harness(o: HarnessOptions = {}) {
     await recorder.flushed();
     return api.list<{ type: string; reason: string }>(resourcePath('v1', 'events', 'ns')).map((e) => `${e.type} ${e.reason}`);
   };
-  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, answers, clock };
+  return { api, exits, runtime, runtimeCalls, cache, onExit, events, handedOver, firstStops, answers, clock };
 }
 
 describe('ExitHandler', () => {
@@ -136,6 +145,56 @@ describe('ExitHandler', () => {
     // the main is not a target) while the request is created, and its answer handed over with it.
     assert.deepEqual(h.runtimeCalls, ['status proxy-id']);
     assert.deepEqual((await h.answers()).map((a) => `${a.containerID} ${a.container.state}`), ['containerd://proxy-id running']);
+  });
+
+  it('R55: the stops are asked to begin before the create is sent, with the request, the runtime\'s answers and the exit; no answer from before a stop begun is handed over', async () => {
+    const owner = { ...OWNER, container: 'proxy' };
+    const h = harness({ owners: new Map([['containerd://proxy-id', owner]]), stoppedFirst: ['containerd://proxy-id'] });
+    /** How many stops were asked for when each create was sent. */
+    const stopsAtCreate: number[] = [];
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      if (args[0] === requestPath('ns')) stopsAtCreate.push(h.firstStops.length);
+      return create(...args);
+    }) as typeof create;
+    const exitedAtMs = h.clock.nowMs - 3;
+    h.exits.containerExited(h.runtime, MAIN_ID, 0, exitedAtMs);
+    await h.exits.idle();
+    h.exits.stop();
+    assert.deepEqual(stopsAtCreate, [1]);
+    const [first] = h.firstStops;
+    assert.equal(first?.request.metadata.name, requestName(UID, 1));
+    assert.deepEqual(first?.exit, { mainExitedAtMs: exitedAtMs, exitEventAtMs: exitedAtMs + 3 });
+    assert.deepEqual((await first!.answers.get('containerd://proxy-id' as never))?.container.state, 'running');
+    assert.equal(h.handedOver.length, 1);
+    assert.deepEqual(await h.answers(), [], 'the Reconciler asks the runtime itself about a container it began to stop');
+  });
+
+  it('R55: once a Pod\'s stop has begun, its create holds no worker: a burst\'s stops wait on no one\'s create', async () => {
+    // Three Pods, two workers, every create held up at the API server.
+    const pods = [0, 1, 2].map((i) => {
+      const pod = makePod({ containers: [main('main', 'running', { id: `containerd://main-${i}` }), sidecar('proxy', 'running', [], { id: `containerd://proxy-${i}` })] });
+      pod.metadata!.name = `job-pod-${i}`;
+      pod.metadata!.uid = `uid-${i}`;
+      return projectPod(pod);
+    });
+    const h = harness({ pods });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const create = h.api.create.bind(h.api);
+    h.api.create = (async (...args: Parameters<typeof create>) => {
+      if (args[0] === requestPath('ns')) await held;
+      return create(...args);
+    }) as typeof create;
+    for (const i of [0, 1, 2]) h.exits.containerExited(h.runtime, runtimeContainerID(`main-${i}`), 0);
+    for (let turn = 0; turn < 50 && h.firstStops.length < 3; turn++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.firstStops.map((f) => f.request.spec.podName), ['job-pod-0', 'job-pod-1', 'job-pod-2']);
+    release();
+    await h.exits.idle();
+    h.exits.stop();
+    assert.equal(h.handedOver.length, 3);
   });
 
   it('labels read ahead: the answer is made from them and the announced exits as the create returns, without a runtime call', async () => {

@@ -1,11 +1,12 @@
 // The I/O around requestOnMainExit: a container exit reported by the runtime leads to its Pod, the
 // Pod's containers as the runtime lists them, and, when the rules say so, the first request for its
-// sidecars, created by the agent itself.
+// sidecars, created by the agent itself once its stops have begun (R55).
 import type { Clock } from '../../common/clock.ts';
 import { now } from '../../common/clock.ts';
 import type { EventRecorder } from '../../common/events.ts';
 import type { Logger } from '../../common/log.ts';
 import { errorMessage } from '../../common/log.ts';
+import type { QueueWorker } from '../../common/queue.ts';
 import { WorkQueue } from '../../common/queue.ts';
 import { EVENT_REASONS } from '../../api/names.ts';
 import type { PodProjection } from '../../rules/projection.ts';
@@ -19,7 +20,7 @@ import type { ContainerID, RuntimeContainerID } from '../../api/container-id.ts'
 import { containerIDOf } from '../../api/container-id.ts';
 import type { RuntimeRegistry } from '../runtime-registry.ts';
 import type { ContainerOwner, ContainerRuntime } from '../runtime/types.ts';
-import type { Handoff, RuntimeAnswer } from './handoff.ts';
+import type { FirstStop, Handoff, RuntimeAnswer } from './handoff.ts';
 import { namespacedKey, splitKey } from '../../common/informer.ts';
 
 /** What the agent's watches hold, as the fast path reads it. */
@@ -47,6 +48,11 @@ export interface ExitHandlerDeps {
   runtimes: Pick<RuntimeRegistry, 'runtimeFor' | 'forContainer'>;
   /** The kubelet labels of a sidecar container, when read ahead. */
   ownerOf: (containerID: ContainerID) => ContainerOwner | undefined;
+  /**
+   * Begins the stops of a request about to be created (R55); resolves to the containers
+   * (`<runtime>://<id>`) whose stop is under way.
+   */
+  stopFirst: (first: FirstStop) => Promise<ReadonlySet<string>>;
   /** Hands a request just created to whoever carries it out, without waiting for its watch event. */
   handOff: (handoff: Handoff) => void;
   events: EventRecorder;
@@ -103,7 +109,7 @@ export class ExitHandler {
     this.queue = new WorkQueue({
       workers: deps.workers,
       now: this.now,
-      handler: (key) => this.handle(key),
+      handler: (key, worker) => this.handle(key, worker),
       observe: deps.metrics.workQueue('exits'),
       onError: (key, err, retryInMs) => deps.log.warn('could not act on a container exit, retrying', { pod: key, error: errorMessage(err), retryInMs }),
     });
@@ -229,7 +235,7 @@ export class ExitHandler {
     return projected;
   }
 
-  private async handle(key: string): Promise<void> {
+  private async handle(key: string, worker?: QueueWorker): Promise<void> {
     const { runtimePrefix: prefix, namespace, name } = parseExitKey(key);
     const reported = this.reportedExits.get(namespacedKey(namespace, name));
     const exits = reported?.codes ?? new Map<RuntimeContainerID, number>();
@@ -254,10 +260,25 @@ export class ExitHandler {
     let decision = first.request;
     let created: ContainerRecreateRequest | undefined;
     let asked: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>> = new Map();
+    let stoppedFirst: ReadonlySet<string> = new Set();
+    const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
+    const exit = { exitEventAtMs, ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }) };
     // A 409: the name is held. By one of ours (the controller was first): the watch brings it. By a
     // request not ours (our name taken, see isOwnRequest): decided again without that name.
     for (let tries = 0; decision && !created && tries < MAX_NAME_TRIES; tries++) {
-      if (tries === 0) asked = this.askRuntimeAboutTargets(runtime, decision.request);
+      if (tries === 0) {
+        asked = this.askRuntimeAboutTargets(runtime, decision.request);
+        // The stop first, the record after (R55): the create is off the stop's path, and whatever
+        // becomes of it (a 409, an error the queue retries), the request's reconcile records the stop.
+        const answers = new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]);
+        stoppedFirst = await this.deps.stopFirst({ request: decision.request, answers, exit }).catch((err: unknown) => {
+          this.deps.log.warn('could not begin the stop before the create: the request\'s reconcile stops', { pod: namespacedKey(namespace, name), error: errorMessage(err) });
+          return new Set<string>();
+        });
+        // Begun: the create holds up no stop, so the worker goes to the next Pod's exit (a burst's
+        // stops wait on no one's create), and the stop is in flight before its request can be seen.
+        worker?.release();
+      }
       created = await this.deps.api.create(decision.request);
       if (created) break;
       const holder = await this.holderOf(decision.request, pod);
@@ -269,14 +290,12 @@ export class ExitHandler {
     const createdAtMs = this.now();
     this.deps.metrics.requestsOnExit.inc({ result: created ? 'created' : 'existed' });
     if (!created) return;
-    const exitEventAtMs = reported?.lastAtMs ?? createStartMs;
+    // An answer from before a stop this agent began says nothing of the container now.
+    const answers = [...asked, ...this.answersFromLabels(runtime, decision.request, exits)].filter(([containerID]) => !stoppedFirst.has(containerID));
     this.deps.handOff({
       request: created,
-      answers: new Map([...asked, ...this.answersFromLabels(runtime, decision.request, exits)]),
-      timing: {
-        exitEventAtMs, createdAtMs, apiCreateMs: createdAtMs - createStartMs,
-        ...(reported?.lastExitedAtMs === undefined ? {} : { mainExitedAtMs: reported.lastExitedAtMs }),
-      },
+      answers: new Map(answers),
+      timing: { ...exit, createdAtMs, apiCreateMs: createdAtMs - createStartMs },
     });
     if (reported) this.deps.metrics.exitToRequest.observe((createdAtMs - exitEventAtMs) / 1000);
     this.deps.log.info('main containers exited; request created', { pod: namespacedKey(namespace, name), request: decision.request.metadata.name, containers: decision.containers });

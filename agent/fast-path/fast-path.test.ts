@@ -58,6 +58,8 @@ function harness(confined: boolean) {
       activeRequests: () => [],
     },
     runtimes: new DiscoveredRuntimes([runtime]),
+    // The stops are the Reconciler's (agent/reconciler.test.ts): none begun here.
+    stopFirst: async () => new Set(),
     handOff: (handoff) => {
       handedOver.push(handoff);
     },

@@ -1,10 +1,10 @@
-// The fast path's one way into the Reconciler: a request the agent created on seeing a Pod's mains
-// exit, handed over as created (no watch event awaited), with what the runtime said of the
-// containers it targets and the exit's timing.
+// The fast path's ways into the Reconciler: the stop of a request it is about to create, begun at
+// once (R55), and the request it created on seeing a Pod's mains exit, handed over as created (no
+// watch event awaited), with what the runtime said of the containers it targets and the exit's timing.
 import type { ContainerRecreateRequest } from '../../api/container-recreate-request.ts';
 import type { ContainerID } from '../../api/container-id.ts';
 import type { RuntimeContainer } from '../runtime/types.ts';
-import type { CreatedOnExit } from '../timeline.ts';
+import type { CreatedOnExit, ExitSeen } from '../timeline.ts';
 
 /** What the runtime said of a container, and when the answer arrived (its freshness counts from then). */
 export interface RuntimeAnswer {
@@ -22,6 +22,15 @@ export interface Handoff {
    */
   answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>>;
   timing: CreatedOnExit;
+}
+
+/** A request the fast path is creating, whose stops begin before the create returns (R55). */
+export interface FirstStop {
+  /** The request as sent to the create. */
+  request: ContainerRecreateRequest;
+  /** By target: the runtime's answer, as handed over with the request once created. */
+  answers: ReadonlyMap<ContainerID, Promise<RuntimeAnswer | undefined>>;
+  exit: ExitSeen;
 }
 
 /**
@@ -56,12 +65,16 @@ export class HandedOver {
     const entry = this.answers.get(containerID);
     if (!entry) return undefined;
     this.answers.delete(containerID);
-    const answer = await entry.answer;
-    return answer && this.now() - answer.atMs <= ANSWER_FRESH_MS ? answer.container : undefined;
+    return usableAnswer(await entry.answer, this.now());
   }
 
   /** Drops the answers handed over too long ago to be used. */
   forgetStale(): void {
     for (const [id, { handedAtMs }] of this.answers) if (this.now() - handedAtMs > ANSWER_FRESH_MS) this.answers.delete(id);
   }
+}
+
+/** The container an answer tells of, when it is fresh enough to act on. */
+export function usableAnswer(answer: RuntimeAnswer | undefined, nowMs: number): RuntimeContainer | undefined {
+  return answer && nowMs - answer.atMs <= ANSWER_FRESH_MS ? answer.container : undefined;
 }
