@@ -95,6 +95,34 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     if (namespace) await deleteTestNamespace(core, namespace);
   });
 
+  it('R54: a cluster policy marks an unmarked sidecar on every node: each node\'s fast path decides for its own Pod, every Job completes', async () => {
+    const policy = 'e2e-nodes-mesh';
+    const decided = async () => {
+      const [created, existed] = [
+        await metricByNode('sidecar_terminator_agent_requests_on_exit_total{result="created"}'),
+        await metricByNode('sidecar_terminator_agent_requests_on_exit_total{result="existed"}'),
+      ];
+      return new Map(nodes.map((n) => [n, created.get(n)! + existed.get(n)!]));
+    };
+    await custom.createClusterCustomObject({
+      group: GROUP, version: VERSION, plural: 'clustersidecarpolicies',
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterSidecarPolicy', metadata: { name: policy },
+        spec: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: 'mesh-proxy' }] } },
+    });
+    try {
+      const before = await decided();
+      const names = nodes.map((node, n) => ({ node, job: `policy-${n + 1}` }));
+      await Promise.all(names.map(({ node, job }) => jobs.runJob(namespace, job, {
+        nodeName: node, restartPolicy: 'Never', containers: [container('main', 'sleep 3'), container('mesh-proxy', stopOnTerm(0))],
+      })));
+      for (const { node, job } of names) assert.equal((await jobs.finishedJob(namespace, job)).type, 'Complete', `${job} on ${node}`);
+      const after = await decided();
+      for (const node of nodes) assert.ok(after.get(node)! > before.get(node)!, `the agent of ${node} decided for its policy-marked sidecar`);
+    } finally {
+      await custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clustersidecarpolicies', name: policy });
+    }
+  });
+
   it('R34: Jobs on every node complete, each sidecar stopped by its own node\'s agent and no other', async () => {
     const [before, stopsBefore] = [await succeededByNode(), await stopsByNode()];
     const perNode = 2;
