@@ -44,6 +44,8 @@ const CHART = join(ROOT, 'manifests/helm/sidecar-terminator');
 const RELEASE = 'sidecar-terminator';
 const RELEASE_NAMESPACE = 'st-helm';
 const CRD = 'containerrecreaterequests.sidecar-terminator.dev';
+/** Every CRD of the project: the release adopts them all from the kubectl deployment, and keeps them all. */
+const CRDS = [CRD, 'clustersidecarpolicies.sidecar-terminator.dev', 'sidecarpolicies.sidecar-terminator.dev'];
 const VAP_API = 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
 /**
  * The name overrides of the release on the cluster: its labels and object names are none of the
@@ -481,7 +483,7 @@ function removeKubectlDeployment(): void {
 }
 
 /**
- * The CRD handed to the release (as docs/deploy.md says to do with an existing install), or, with
+ * The CRDs handed to the release (as docs/deploy.md says to do with an existing install), or, with
  * `release` false, Helm's labels and annotations taken off it again.
  */
 function crdOwnership(release: boolean): void {
@@ -499,7 +501,7 @@ function crdOwnership(release: boolean): void {
       },
     },
   };
-  kubectl('patch', 'crd', CRD, '--type=merge', '-p', JSON.stringify(patch));
+  for (const crd of CRDS) kubectl('patch', 'crd', crd, '--type=merge', '-p', JSON.stringify(patch));
 }
 
 /** Rollout of both workloads, complete. */
@@ -743,8 +745,10 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       { description: `no Pod left in ${RELEASE_NAMESPACE}`, timeoutMs: 120_000 });
     assert.deepEqual(leftovers(), []);
     assert.equal(helmOnCluster('list', '--all-namespaces', '--all', '-q').trim(), '');
-    const crd = JSON.parse(kubectl('get', 'crd', CRD, '-o', 'json')) as Obj;
-    assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+    for (const name of CRDS) {
+      const crd = JSON.parse(kubectl('get', 'crd', name, '-o', 'json')) as Obj;
+      assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep', name);
+    }
     // The Lease is the controller's, not the chart's: it goes with the namespace.
     const leases = kubectl('-n', RELEASE_NAMESPACE, 'get', 'leases', '-o', 'name').split('\n').filter(Boolean);
     assert.deepEqual(leases, [`lease.coordination.k8s.io/${LEASE}`]);
