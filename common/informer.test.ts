@@ -138,7 +138,7 @@ describe('ProjectingInformer', () => {
     assert.equal(informer.get('ns/a'), 'q');
   });
 
-  it('R54: a resource that may be absent (a CRD not installed) answering 404 counts as empty and synced, and is not asked again at once', async () => {
+  it('R54: a resource that may be absent (a CRD not installed, an older RBAC) answering 404 or 403 counts as empty and synced, and is not asked again at once', async () => {
     const api = new FakeKubeApi();
     api.inject({ method: 'get', path: PODS }, 404);
     const informer = new ProjectingInformer<Obj, string>({
@@ -150,6 +150,15 @@ describe('ProjectingInformer', () => {
     informer.stop();
     assert.equal(informer.size(), 0);
     assert.deepEqual(api.lines({ method: 'get' }), [`GET ${PODS} 404`]);
+    const denied = new FakeKubeApi();
+    denied.inject({ method: 'get', path: PODS }, 403);
+    const older = new ProjectingInformer<Obj, string>({
+      client: denied, path: PODS, log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, mayBeAbsent: true,
+    });
+    older.start();
+    await until(() => older.isSynced());
+    older.stop();
+    assert.deepEqual(denied.lines({ method: 'get' }), [`GET ${PODS} 403`], 'an RBAC from before the resource: the same');
   });
 
   it('requestRelist lists again and watches on from the new list', async () => {

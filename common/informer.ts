@@ -44,8 +44,9 @@ export interface InformerOptions<T extends WatchedObject, P> {
   /** Objects per list page to start with (default 500); a page over the client's answer cap, or not served in time, is asked again smaller, and relists keep the size learned (listPaged). */
   pageSize?: number;
   /**
-   * A resource that may not be served (its CRD not installed): a 404 counts as an empty, synced
-   * list, said once in the log, and is asked again every ABSENT_RETRY_MS.
+   * A resource that may not be served (its CRD not installed) or not be granted (an older RBAC): a
+   * 404 or 403 counts as an empty, synced list, said once in the log, and is asked again every
+   * ABSENT_RETRY_MS.
    */
   mayBeAbsent?: boolean;
 }
@@ -227,7 +228,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
       return;
     }
     if (statusCode(err) === 410) this.resourceVersion = '';
-    if (this.o.mayBeAbsent && statusCode(err) === 404) {
+    // Not served (404), or not ours to read (403: an RBAC from before the resource existed).
+    if (this.o.mayBeAbsent && (statusCode(err) === 404 || statusCode(err) === 403)) {
       this.absent();
       return;
     }
@@ -257,7 +259,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   /** Not served: nothing kept, synced all the same, asked again slowly. */
   private absent(): void {
-    if (!this.synced) this.o.log.warn('resource not served (its CRD is not installed?): taken as empty', { path: this.o.path, retryInMs: ABSENT_RETRY_MS });
+    if (!this.synced) this.o.log.warn('resource not served or not granted (its CRD or RBAC not installed?): taken as empty', { path: this.o.path, retryInMs: ABSENT_RETRY_MS });
     for (const key of [...this.items.keys()]) this.remove(key);
     this.resourceVersion = '';
     this.synced = true;
