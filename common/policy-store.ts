@@ -56,6 +56,8 @@ export class PolicyStore<W> {
     this.namespaces = new ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>({
       client, log,
       path: resourcePath('v1', 'namespaces'),
+      // An RBAC from before the policies grants no namespaces: their selectors then match nothing.
+      mayBeAbsent: true,
       project: (ns) => {
         const labels = ns.metadata?.labels ?? {};
         return Object.keys(labels).length > deps.maxLabels ? {} : { labels: { ...labels } };
