@@ -91,7 +91,11 @@ export class NodeCache {
 
   /** The Pod with the sidecar policies laid over its rules' projection (read when used: policies change). */
   private withPolicies(cached: NodePod): NodePod {
-    return cached.termination ? { ...cached, termination: this.policies.apply(cached.termination) } : cached;
+    return cached.termination ? { ...cached, termination: this.applied(cached.termination) } : cached;
+  }
+
+  private applied(termination: PodProjection | undefined): PodProjection | undefined {
+    return termination && this.policies.apply(termination);
   }
 
   /** The Pod as the Reconciler reads it. */
@@ -101,14 +105,12 @@ export class NodeCache {
 
   /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
   sidecarPod(namespace: string, name: string): PodProjection | undefined {
-    const termination = this.pods.get(namespacedKey(namespace, name))?.termination;
-    return termination && this.policies.apply(termination);
+    return this.applied(this.pods.get(namespacedKey(namespace, name))?.termination);
   }
 
   /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
   sidecarPodOfContainer(containerID: string): PodProjection | undefined {
-    const termination = this.pods.byIndex(containerID)[0]?.termination;
-    return termination && this.policies.apply(termination);
+    return this.applied(this.pods.byIndex(containerID)[0]?.termination);
   }
 
   /** The node's active requests, in a namespace or in all. */

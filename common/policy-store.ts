@@ -21,8 +21,8 @@ export interface PolicyStoreDeps<W> {
   namespacedPath: string;
   /** One policy object as kept: read and bounded once, as it arrives. */
   project: (object: unknown, scope: PolicyScope) => W;
-  /** What the kept policies say, as text that changes only when their meaning does (not on a status write). */
-  meaning: (policies: readonly W[]) => string;
+  /** What one kept policy says, as text that changes only when its meaning does (not on a status write); '' for nothing in effect. */
+  meaning: (policy: W) => string;
   /** Namespace labels kept at most; a namespace with more has none kept (its selectors match nothing). */
   maxLabels: number;
   onRestart: (resource: string) => void;
@@ -33,8 +33,9 @@ export class PolicyStore<W> {
   private readonly clusterPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
   private readonly namespacedPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
   private readonly namespaces: ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>;
-  private readonly meaning: (policies: readonly W[]) => string;
-  private said = '';
+  private readonly meaning: (policy: W) => string;
+  /** What each kept policy says, by scope and key: an event that changes none of it is no change. */
+  private readonly said = new Map<string, string>();
   private relistTimer: NodeJS.Timeout | undefined;
   /** What the policies say changed. */
   readonly onChange = new Listeners<[]>();
@@ -48,7 +49,7 @@ export class PolicyStore<W> {
         // A cluster without the policy CRDs runs without policies (an older install's CRDs).
         mayBeAbsent: true,
         project: (object) => deps.project(object, scope),
-        onChange: () => this.refresh(),
+        onChange: (key, policy) => this.changed(`${scope}/${key}`, policy),
         onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
       });
     this.clusterPolicies = policyInformer('cluster', deps.clusterPath);
@@ -107,10 +108,11 @@ export class PolicyStore<W> {
     this.namespacedPolicies.stop();
   }
 
-  private refresh(): void {
-    const said = this.meaning(this.all());
-    if (said === this.said) return;
-    this.said = said;
+  private changed(key: string, policy: W | undefined): void {
+    const said = policy === undefined ? '' : this.meaning(policy);
+    if (said === (this.said.get(key) ?? '')) return;
+    if (said === '') this.said.delete(key);
+    else this.said.set(key, said);
     this.onChange.tell();
   }
 }

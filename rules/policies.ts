@@ -100,9 +100,9 @@ function keptStatus(status: SidecarPolicyStatus | undefined): SidecarPolicyStatu
   };
 }
 
-/** What the valid policies say, as text: a status write does not change it. */
-export function policiesMeaning(watched: readonly WatchedPolicy[]): string {
-  return watched.flatMap((w) => (w.parsed.valid ? [JSON.stringify(w.parsed.policy)] : [])).sort().join('\n');
+/** What a policy says, as text: a status write does not change it; an invalid one says nothing. */
+export function policyMeaning(watched: WatchedPolicy): string {
+  return watched.parsed.valid ? JSON.stringify(watched.parsed.policy) : '';
 }
 
 /** How both parts watch the policies (common/policy-store.ts): the paths, and what a policy object means. */
@@ -110,7 +110,7 @@ export const POLICY_WATCH = {
   clusterPath: clusterPolicyPath(),
   namespacedPath: namespacedPolicyPath(),
   project: watchedPolicy,
-  meaning: policiesMeaning,
+  meaning: policyMeaning,
   maxLabels: MAX_POD_LABELS,
 };
 
