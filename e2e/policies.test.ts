@@ -102,7 +102,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
   });
@@ -226,6 +226,20 @@ describe('sidecar policies (R54) on the local cluster', () => {
     assert.equal(containerStatus(pod, 'tier-proxy')?.state?.terminated?.exitCode, 0);
     const stopping = (await podEvents(pod)).filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.ok(stopping.some((e) => e.includes('"tier-proxy" (ClusterSidecarPolicy/e2e-tiers)')), stopping.join('\n'));
+  });
+
+  it('R54: a policy that would make every container of a Pod a sidecar leaves it alone with a Warning', async () => {
+    apply(clusterPolicy('e2e-everything', { namespaceSelector: inNamespace(), containers: [{ name: 'solo-*' }] }));
+    await jobs.runJob(namespace, 'solo', { restartPolicy: 'Never', containers: [container('solo-a', 'sleep 2'), container('solo-b', stopOnTerm(0))] });
+    const warning = `Warning ${EVENT_REASONS.noMainContainer}:`;
+    const pod = await waitFor(async () => {
+      const p = await jobs.onlyPod(namespace, 'solo');
+      return containerStatus(p, 'solo-a')?.state?.terminated && (await podEvents(p)).some((e) => e.startsWith(warning)) ? p : undefined;
+    }, { description: `solo-a done and a ${EVENT_REASONS.noMainContainer} Warning`, timeoutMs: 60_000 });
+    await sleep(3_000);
+    const fresh = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+    assert.ok(containerStatus(fresh, 'solo-b')?.state?.running, 'nothing is stopped in a Pod without a main');
+    kubectl('-n', namespace, 'delete', 'job', 'solo', '--wait=false');
   });
 
   it('R54: audit mode stops nothing and reports each Pod once; switching mode to Enforce releases it', async () => {
