@@ -16,7 +16,7 @@ import * as jobs from './support/jobs.ts';
 import { BUSYBOX, container, FLUSHING_SHIPPER, podEvents, SIDECAR_MARK, SIGNAL_LOGGER, stopOnTerm } from './support/jobs.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { AGENT_METRICS_PORT, agentPod, CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, agentPod, assertNoRestartSince, CONTROLLER_METRICS_PORT, controllerLeader, deployProject, ourRestarts, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
@@ -92,8 +92,10 @@ async function fastPathDecisions(): Promise<number> {
 const unmarkedJob = (proxy: string): JobSpec => ({ restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container(proxy, stopOnTerm(0))] });
 
 describe('sidecar policies (R54) on the local cluster', () => {
+  let restartsBefore: Map<string, number>;
   before(async () => {
     await deployProject();
+    restartsBefore = await ourRestarts();
     namespace = await createTestNamespace(core, 'policies');
     other = await createTestNamespace(core, 'policies-other');
     kubectl('-n', namespace, 'create', 'rolebinding', TENANT, '--clusterrole=edit', `--user=${TENANT}`);
@@ -105,6 +107,9 @@ describe('sidecar policies (R54) on the local cluster', () => {
     for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
+    // Policies, their Pods and namespaces gone: nothing of it may take a part down.
+    await sleep(3_000);
+    await assertNoRestartSince(restartsBefore);
   });
 
   it('R54: a cluster policy releases a Job whose template marks nothing (by the fast path where it runs); the event names the policy; the status counts it', async () => {
