@@ -22,7 +22,9 @@ import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import { Reconciler } from './reconciler.ts';
 import { STOPS_PER_POD } from './stops.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
-import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
+import type { ContainerOwner, ExecResult, RuntimeContainer } from './runtime/types.ts';
+import type { PodProjection } from '../rules/projection.ts';
+import type { PolicyMarker } from '../rules/policy-marker.ts';
 import { fakeRuntime } from '../test/support/fake-runtime.ts';
 import type { ContainerID, RuntimeContainerID } from '../api/container-id.ts';
 import { runtimeContainerID } from '../api/container-id.ts';
@@ -90,6 +92,10 @@ interface HarnessOptions {
   holdStops?: boolean;
   /** The reconciler's clock (default: Date.now). */
   now?: () => number;
+  /** A cluster policy's stop command for `proxy` (R54), in the projection of the Pod of `uid` (default the Pod's). */
+  stopCommand?: { command: string[]; uid?: string };
+  /** What the runtime's exec answers (default: exit 0). */
+  exec?: (id: RuntimeContainerID, command: string[]) => Promise<ExecResult>;
 }
 
 const REQUEST = requestPath('ns', 'r1');
@@ -121,6 +127,7 @@ function harness(options: HarnessOptions = {}): Harness {
       if (options.holdStops) await held;
       await options.stop?.();
     },
+    ...(options.exec ? { exec: options.exec } : {}),
   });
   // The status writes are logged beside the runtime calls, to check their order.
   const client: Pick<KubeApi, 'get' | 'patch'> = {
@@ -160,6 +167,7 @@ function harness(options: HarnessOptions = {}): Harness {
       agentPod: () => pod ?? undefined,
       requests: (namespace) => asServed(requestPath(namespace), cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace))),
       hasRequests: () => false,
+      sidecarPod: () => policyProjection(options.stopCommand),
     },
     forContainer: (containerID) => new DiscoveredRuntimes([runtime]).forContainer(containerID),
     events: recorder,
@@ -191,6 +199,13 @@ function asServed<T>(path: string, answer: T): T {
     return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]));
   };
   return path.startsWith(requestPath('ns')) ? sorted(answer) as T : answer;
+}
+
+/** The rules' projection of the Pod as far as stop commands read it: `proxy` marked by a cluster policy naming one. */
+function policyProjection(stopCommand: HarnessOptions['stopCommand']): PodProjection | undefined {
+  if (!stopCommand) return undefined;
+  const policy: PolicyMarker = { policy: 'ClusterSidecarPolicy/mesh', mode: 'Enforce', ignoreExitCode: false, stopTier: 0, stopCommand: stopCommand.command };
+  return { uid: stopCommand.uid ?? 'uid-1', containers: [{ name: 'main' }, { name: 'proxy', policy }] } as unknown as PodProjection;
 }
 
 const quiet = { info: () => quiet, warn: () => quiet, error: () => quiet } as unknown as Logger;
@@ -812,6 +827,62 @@ describe('Reconciler: stop semantics as kubelet\'s, and hooks it does not run (R
     assert.ok(!h.calls.some((c) => c.startsWith('exec')), 'the record on the last page counts');
     const lists = h.api.calls.filter((c) => c.method === 'get' && c.path === requestPath('ns'));
     assert.equal(lists.length, Math.ceil(251 / POD_REQUESTS_PAGE_SIZE));
+  });
+});
+
+describe('Reconciler: a cluster policy\'s stop command (R54)', () => {
+  const QUIT = ['pilot-agent', 'request', 'POST', 'quitquitquit'];
+
+  it('runs inside the sidecar once isKilled is recorded, before the Pod\'s hook and the signal; the Killing event names the policy', async () => {
+    const h = harness({ stopCommand: { command: QUIT } });
+    await h.reconciler.reconcile(KEY);
+    assert.equal(await h.reconciler.drain(5_000), true);
+    assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled', 'status proxy-1', `exec proxy-1 ${QUIT.join(' ')}`, 'exec proxy-1 /bin/drain', 'stop proxy-1']);
+    assert.equal(h.api.object<ContainerRecreateRequest>(REQUEST)!.status?.containerRecreateStates?.[0]?.preStopContainerID, 'containerd://proxy-1');
+    const killing = h.api.list<{ reason: string; message: string }>(resourcePath('v1', 'events', 'ns')).find((e) => e.reason === EVENT_REASONS.killing);
+    assert.match(killing?.message ?? '', /first running the stop command of ClusterSidecarPolicy\/mesh/);
+  });
+
+  it('a sidecar without a hook: the command is still recorded first (it runs once), then run, then the stop', async () => {
+    const h = harness({ stopCommand: { command: QUIT }, pod: agentPod({ containers: [{ name: 'main' }, { name: 'proxy' }] }) });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls, ['status proxy-1', 'patch Recreating isKilled', 'status proxy-1', `exec proxy-1 ${QUIT.join(' ')}`, 'stop proxy-1']);
+  });
+
+  it('a command that fails: a FailedStopCommand Warning naming the policy, and the hook and the stop go on', async () => {
+    const h = harness({ stopCommand: { command: QUIT }, exec: async (_id, command) => ({ exitCode: command[0] === QUIT[0] ? 7 : 0, stdout: '', stderr: 'no agent here' }) });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls.slice(-3), [`exec proxy-1 ${QUIT.join(' ')}`, 'exec proxy-1 /bin/drain', 'stop proxy-1']);
+    const warning = h.api.list<{ reason: string; message: string }>(resourcePath('v1', 'events', 'ns')).find((e) => e.reason === EVENT_REASONS.failedStopCommand);
+    assert.match(warning?.message ?? '', /container proxy \(ClusterSidecarPolicy\/mesh\) failed: exec .* exited with code 7: no agent here; the stop goes on/);
+  });
+
+  it('R40: a resumed stop runs it no more; nor does a later request of the Pod once one started it', async () => {
+    const resumed = harness({ stopCommand: { command: QUIT }, crr: request([{ name: 'proxy', phase: 'Recreating', isKilled: true }]) });
+    await resumed.reconciler.reconcile(KEY);
+    await resumed.reconciler.drain(5_000);
+    assert.deepEqual(resumed.calls, ['status proxy-1', 'stop proxy-1']);
+
+    const h = harness({ stopCommand: { command: QUIT }, stop: () => new Promise(() => {}) });
+    await h.reconciler.reconcile(KEY);
+    await new Promise((r) => setTimeout(r, 50));
+    const first = h.api.object<ContainerRecreateRequest>(REQUEST)!;
+    h.api.set(REQUEST, { ...first, status: { ...first.status, phase: 'Completed', message: 'activeDeadlineSeconds passed' } });
+    const second = request();
+    h.api.set(requestPath('ns', 'r2'), { ...second, metadata: { ...second.metadata, name: 'r2', uid: 'req-2', creationTimestamp: new Date(Date.now() + 1000).toISOString() } });
+    h.calls.length = 0;
+    await new Reconciler({ ...h.reconcilerDeps }).reconcile(KEY);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('exec')), [], 'neither the command nor the hook runs a second time');
+  });
+
+  it('the projection of another Pod of the same name (an older uid): no command', async () => {
+    const h = harness({ stopCommand: { command: QUIT, uid: 'uid-0' } });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.deepEqual(h.calls.filter((c) => c.startsWith('exec')), ['exec proxy-1 /bin/drain']);
   });
 });
 

@@ -17,7 +17,10 @@ import { namespacedKey, splitKey } from '../common/informer.ts';
 import type { Logger } from '../common/log.ts';
 import type { QueueResult, QueueWorker } from '../common/queue.ts';
 import type { RequestPlan, RuntimeView } from './request-plan.ts';
-import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, planRequest } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, isFinal, leftoverContainers, planRequest, runsInContainer } from './request-plan.ts';
+import type { PodProjection } from '../rules/projection.ts';
+import type { StopCommand } from '../rules/policy-marker.ts';
+import { stopCommandsOf } from '../rules/policies.ts';
 import { POD_REQUESTS_PAGE_SIZE } from '../rules/requests.ts';
 import type { AgentPod } from './pod.ts';
 import { projectAgentPod } from './pod.ts';
@@ -40,6 +43,8 @@ export interface ReconcilerCache {
   requests(namespace?: string): ContainerRecreateRequest[];
   /** Whether the named Pod has an active request on this node. */
   hasRequests(namespace: string, name: string): boolean;
+  /** The Pod's projection for the sidecar rules, with the policies in effect laid over it (their stop commands). */
+  sidecarPod(namespace: string, name: string): PodProjection | undefined;
 }
 
 export interface ReconcilerDeps {
@@ -160,12 +165,14 @@ export class Reconciler {
     const byID: ReadonlyMap<string, Promise<RuntimeAnswer | undefined>> = answers;
     const runtime = await this.runtimeViews(request, pod, async (containerID) => usableAnswer(await byID.get(containerID), this.now()));
     const timing = { actingAtMs, runtimeCheckMs: this.now() - actingAtMs, exit };
-    const plan = planRequest({ crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true, nowMs: this.now(), apiNowMs: this.apiNow() });
+    const plan = planRequest({
+      crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true, stopCommands: this.stopCommands(pod), nowMs: this.now(), apiNowMs: this.apiNow(),
+    });
     const key = namespacedKey(namespace, request.spec.podName);
     const started = new Set<string>();
     for (const stop of plan.stops) {
       // A hook the cache did not keep (too large) is in the Pod still: left to the request's reconcile.
-      if (stop.preStop || pod.containers.find((c) => c.name === stop.name)?.preStopNotKept) continue;
+      if (runsInContainer(stop) || pod.containers.find((c) => c.name === stop.name)?.preStopNotKept) continue;
       this.stops.startFirstStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
       started.add(stop.containerID);
     }
@@ -247,7 +254,7 @@ export class Reconciler {
     const started = (await Promise.all(free.map((r) => this.planAndStop(r, pod, key, actingAtMs, claims)))).filter((c) => c !== undefined);
     // Every stop without a hook is sent: the status writes left hold up none, so the worker goes to
     // the next Pod (a burst's stops wait on no one's writes). A hook waits for its write: not then.
-    if (!started.some((c) => c.plan.stops.some((s) => s.preStop))) worker?.release();
+    if (!started.some((c) => c.plan.stops.some(runsInContainer))) worker?.release();
     const delays = [...await Promise.all(started.map((c) => this.record(c, pod, key))), leftoversRecheckMs].filter((ms) => ms !== undefined);
     return delays.length > 0 ? { requeueAfterMs: Math.min(...delays) } : undefined;
   }
@@ -263,13 +270,13 @@ export class Reconciler {
     const checkStartMs = this.now();
     const runtime = await this.runtimeViews(request, pod, (containerID) => this.handedOver.takeAnswer(containerID));
     const timing = { actingAtMs, runtimeCheckMs: this.now() - checkStartMs };
-    const inputs = { crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true };
+    const inputs = { crr: request, pod, nodeName: this.deps.nodeName, runtime, httpHooks: this.deps.httpHooks ?? true, stopCommands: this.stopCommands(pod) };
     let plan = planRequest({ ...inputs, nowMs: this.now(), apiNowMs: this.apiNow() });
     // A hook runs at most once per container, whichever request asks: before one starts, the Pod's
     // other requests (completed ones too) are asked whether one of them started it already.
-    if (plan.stops.some((s) => s.preStop)) {
+    if (plan.stops.some(runsInContainer)) {
       const preStopsStarted = await this.preStopsStartedElsewhere(request, pod);
-      const again = plan.stops.filter((s) => s.preStop && preStopsStarted.has(s.containerID));
+      const again = plan.stops.filter((s) => runsInContainer(s) && preStopsStarted.has(s.containerID));
       if (again.length > 0) {
         this.deps.log.info('preStop hook already started by another request: not run again', {
           request: namespacedKey(request.metadata.namespace!, request.metadata.name!), containers: again.map((s) => s.containerID),
@@ -285,7 +292,7 @@ export class Reconciler {
     // A stop alone is addressed by container ID and repeating it is harmless, so it is sent at once,
     // beside the status write, with the runtime view just taken.
     for (const stop of plan.stops) {
-      if (!stop.preStop) this.stops.startStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
+      if (!runsInContainer(stop)) this.stops.startStop(request, pod, stop, key, timing, runtime.get(stop.name)?.container);
     }
     return { request, plan, timing };
   }
@@ -297,7 +304,7 @@ export class Reconciler {
    */
   private async record({ request, plan, timing }: StartedPlan, pod: AgentPod, key: string): Promise<number | undefined> {
     const written = await this.statuses.apply(request, pod, plan);
-    for (const stop of plan.stops) if (stop.preStop) this.stops.startStop(written, pod, stop, key, timing);
+    for (const stop of plan.stops) if (runsInContainer(stop)) this.stops.startStop(written, pod, stop, key, timing);
     return plan.requeueAfterMs;
   }
 
@@ -316,6 +323,12 @@ export class Reconciler {
       }
     });
     return started;
+  }
+
+  /** What the cluster policies run in the Pod's containers before their stop: from the projection of this very Pod. */
+  private stopCommands(pod: AgentPod): ReadonlyMap<string, StopCommand> {
+    const projection = this.deps.cache.sidecarPod(pod.namespace, pod.name);
+    return projection?.uid === pod.uid ? stopCommandsOf(projection) : new Map();
   }
 
   /** The Pod's requests in the watch cache, and those this agent created that the watch has not delivered yet. */

@@ -13,6 +13,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
 import { completedStatus, LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
+import type { StopCommand } from '../rules/policy-marker.ts';
 import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
 import { restartAfterExit } from '../rules/main-done.ts';
@@ -52,6 +53,11 @@ export interface StopOrder {
   preStop?: Handler;
   /** The Pod spec's hook that is not run, and why (RequestInputs.httpHooks, `hookRefusal`): reported on the Pod. */
   preStopNotRun?: string;
+  /**
+   * A cluster policy's command (R54), run before the hook; set, as the hook is, only when the agent
+   * runs it, and recorded the same way (`preStopContainerID`): at most once per container.
+   */
+  stopCommand?: StopCommand;
   /** From the Pod spec only (named ports of an httpGet hook). */
   ports?: ContainerPort[];
   /** The Pod spec's `lifecycle.stopSignal`: the Docker Engine is told it; a CRI runtime was given it at creation. */
@@ -108,6 +114,8 @@ export interface RequestInputs {
    * status's `preStopContainerID`): a hook runs at most once per container, whichever request asks.
    */
   preStopsStarted?: ReadonlySet<string>;
+  /** By container name: what the cluster policies in effect run in it before its stop (rules/policies.ts stopCommandsOf). */
+  stopCommands?: ReadonlyMap<string, StopCommand>;
 }
 
 type ContainerStep =
@@ -208,7 +216,7 @@ export function planRequest(input: RequestInputs): RequestPlan {
     } else if (step.kind === 'stop') {
       const order = stopOrder(input, container.name, step, graceSeconds);
       // Recorded with isKilled, before the hook starts: no later request runs it again.
-      states.push(order.preStop ? { ...step.state, preStopContainerID: order.containerID } : step.state);
+      states.push(runsInContainer(order) ? { ...step.state, preStopContainerID: order.containerID } : step.state);
       stops.push(order);
     } else {
       states.push(step.state);
@@ -266,15 +274,24 @@ function holds(request: ContainerRecreateRequest, container: CRRContainer, pod: 
   return (request.spec.strategy?.forceRecreate ?? false) && !(state?.isKilled ?? false);
 }
 
+/** The stop runs something inside the container first (a hook, a policy's command): at most once, so recorded before. */
+export function runsInContainer(order: StopOrder): boolean {
+  return order.preStop !== undefined || order.stopCommand !== undefined;
+}
+
 /**
- * The hook, ports and stop signal come from the Pod spec, never from the request. A resumed stop
- * runs no hook, nor does a container whose hook another request already started.
+ * The hook, ports and stop signal come from the Pod spec, never from the request, and the command
+ * from a cluster policy. A resumed stop runs neither, nor does a container whose hook (or command)
+ * another request already started.
  */
 function stopOrder(input: RequestInputs, name: string, step: { containerID: string; resumed: boolean }, graceSeconds: number): StopOrder {
   const order: StopOrder = { name, containerID: step.containerID, graceSeconds, resumed: step.resumed };
   const spec = input.pod.containers.find((c) => c.name === name);
   if (spec?.stopSignal) order.stopSignal = spec.stopSignal;
-  if (step.resumed || !spec?.preStop || input.preStopsStarted?.has(step.containerID)) return order;
+  if (step.resumed || input.preStopsStarted?.has(step.containerID)) return order;
+  const stopCommand = input.stopCommands?.get(name);
+  if (stopCommand) order.stopCommand = stopCommand;
+  if (!spec?.preStop) return order;
   const refusal = hookRefusal(spec.preStop, input.httpHooks ?? true);
   if (refusal) {
     order.preStopNotRun = refusal;

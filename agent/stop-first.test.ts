@@ -23,6 +23,8 @@ import type { ReconcilerDeps } from './reconciler.ts';
 import { Reconciler } from './reconciler.ts';
 import { FIRST_RECHECK_MS } from './returned-stops.ts';
 import type { RuntimeContainer } from './runtime/types.ts';
+import type { PodProjection } from '../rules/projection.ts';
+import type { PolicyMarker } from '../rules/policy-marker.ts';
 import { fakeRuntime } from '../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
 import { runtimeContainerID } from '../api/container-id.ts';
@@ -45,6 +47,11 @@ function jobPod(hook = false, tiers = false): V1Pod {
   return pod;
 }
 
+function withStopCommand(pod: PodProjection): PodProjection {
+  const policy: PolicyMarker = { policy: 'ClusterSidecarPolicy/mesh', mode: 'Enforce', ignoreExitCode: false, stopTier: 0, stopCommand: ['/bin/quit'] };
+  return { ...pod, containers: pod.containers.map((c) => (c.name === 'proxy' ? { ...c, policy } : c)) };
+}
+
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = () => {};
   const promise = new Promise<void>((r) => {
@@ -55,6 +62,8 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 interface HarnessOptions {
   hook?: boolean;
+  /** A cluster policy's stop command for the proxy (R54), as the agent's policies lay it over the projection. */
+  stopCommand?: boolean;
   tiers?: boolean;
   /** The stop returns, but the runtime still says running (containerd deletes the task first). */
   statusLagsStop?: boolean;
@@ -106,6 +115,7 @@ function harness(o: HarnessOptions = {}) {
       agentPod: () => agentPod,
       requests: (namespace) => api.list<ContainerRecreateRequest>(requestPath(namespace)),
       hasRequests: () => true,
+      sidecarPod: () => (o.stopCommand ? withStopCommand(pod) : pod),
     },
     forContainer: (containerID) => runtimes.forContainer(containerID),
     events: recorder,
@@ -283,23 +293,25 @@ describe('Stop first, record after (R55)', () => {
     assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled, s.exitCode]), [['proxy', 'Succeeded', false, 0]]);
   });
 
-  it('R55, R39: a sidecar with a preStop hook is not stopped before its record: isKilled is written, then the hook, then the stop', async () => {
-    const h = harness({ hook: true });
-    h.releaseStop();
-    h.exits.containerExited(h.runtime, MAIN_ID, 0);
-    for (let turn = 0; turn < 50; turn++) await new Promise((r) => setImmediate(r));
-    assert.ok(h.calls.includes('create sent'));
-    assert.equal(h.stopsSent(), 0, 'nothing stopped while the create is on its way');
-    h.releaseCreate();
-    await h.exits.idle();
-    h.exits.stop();
-    await h.reconcile();
-    await h.stopsDone();
-    await h.reconcile();
-    const order = h.calls.filter((c) => c.startsWith('patch') || c.startsWith('exec') || c.startsWith('stop'));
-    assert.deepEqual(order.slice(0, 3), ['patch Recreating isKilled', `exec ${PROXY_ID} /bin/drain`, `stop ${PROXY_ID}`]);
-    assert.equal(h.stopsSent(), 1);
-  });
+  for (const [name, options, exec] of [['a preStop hook', { hook: true }, '/bin/drain'], ['a cluster policy\'s stop command (R54)', { stopCommand: true }, '/bin/quit']] as const) {
+    it(`R55, R39: a sidecar with ${name} is not stopped before its record: isKilled is written, then the command, then the stop`, async () => {
+      const h = harness(options);
+      h.releaseStop();
+      h.exits.containerExited(h.runtime, MAIN_ID, 0);
+      for (let turn = 0; turn < 50; turn++) await new Promise((r) => setImmediate(r));
+      assert.ok(h.calls.includes('create sent'));
+      assert.equal(h.stopsSent(), 0, 'nothing stopped while the create is on its way');
+      h.releaseCreate();
+      await h.exits.idle();
+      h.exits.stop();
+      await h.reconcile();
+      await h.stopsDone();
+      await h.reconcile();
+      const order = h.calls.filter((c) => c.startsWith('patch') || c.startsWith('exec') || c.startsWith('stop'));
+      assert.deepEqual(order.slice(0, 3), ['patch Recreating isKilled', `exec ${PROXY_ID} ${exec}`, `stop ${PROXY_ID}`]);
+      assert.equal(h.stopsSent(), 1);
+    });
+  }
 
   it('R55, R53: only the first tier is stopped first: the log shipper, while the proxy stopped last waits for its own request', async () => {
     const h = harness({ tiers: true });

@@ -261,15 +261,26 @@ export class Stops {
       this.deps.metrics.stopsResumed.inc();
       this.deps.log.info('resuming a stop an earlier agent began (no hook, no event)', { pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name });
     } else {
-      this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${record.name})` });
+      const first = order.stopCommand ? `, first running the stop command of ${order.stopCommand.policy}` : '';
+      this.deps.events.emit(ref, { type: 'Normal', reason: EVENT_REASONS.killing, message: `Stopping container ${order.name} (request ${record.name})${first}` });
       if (order.preStopNotRun) {
         this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.preStopHookNotRun, message: `PreStop hook of container ${order.name} not run: ${order.preStopNotRun}; the container is stopped` });
       }
     }
     const { graceSeconds } = order; // bounded by the planner (graceSecondsOf)
+    // The command, the hook and the signal share the grace period, as kubelet's hook and signal do.
+    const graceLeftMs = () => Math.max(0, graceSeconds * 1000 - (this.deps.now() - started));
     let prestopDoneAtMs: number | undefined;
+    if (order.stopCommand && !order.resumed) {
+      const { command, policy } = order.stopCommand;
+      const failure = await runPreStop({ exec: { command: [...command] } }, { runtime, containerID: parsed.id }, graceLeftMs());
+      prestopDoneAtMs = this.deps.now();
+      if (failure) {
+        this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.failedStopCommand, message: `Stop command of container ${order.name} (${policy}) failed: ${failure}; the stop goes on` });
+      }
+    }
     if (order.preStop && !order.resumed) {
-      const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, graceSeconds * 1000);
+      const failure = await runPreStop(order.preStop, { runtime, containerID: parsed.id, podIP: pod.podIP, ports: order.ports }, graceLeftMs());
       prestopDoneAtMs = this.deps.now();
       if (failure) {
         this.deps.events.emit(ref, { type: 'Warning', reason: EVENT_REASONS.failedPreStopHook, message: `PreStop hook of container ${order.name} failed: ${failure}` });

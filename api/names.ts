@@ -48,6 +48,8 @@ export const EVENT_REASONS = {
   /** The agent stops a container. */
   killing: 'Killing',
   failedPreStopHook: 'FailedPreStopHook',
+  /** A cluster policy's stop command failed or did not finish within the grace period (R54); the stop goes on. */
+  failedStopCommand: 'FailedStopCommand',
   /** A preStop hook the agent does not run (tcpSocket, a kind unknown to it, HTTP hooks turned off); the stop goes on. */
   preStopHookNotRun: 'PreStopHookNotRun',
   /** A request that does not match its Pod (runtime labels, node, uid) was refused; nothing was executed. */

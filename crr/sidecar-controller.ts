@@ -206,7 +206,7 @@ export class SidecarController {
     const acting = new Set(wouldBe.kind === 'createRequest' ? wouldBe.containers : wouldBe.swaps.map((s) => s.container));
     const byPolicy = audited.filter((c) => acting.has(c.name));
     if (byPolicy.length === 0) return;
-    const event = policyAuditEvent(byPolicy.map((c) => ({ container: c.name, policy: c.auditPolicy!.policy })), wouldBe.kind);
+    const event = policyAuditEvent(byPolicy.map((c) => ({ container: c.name, policy: c.auditPolicy!.policy, stopCommand: c.auditPolicy!.stopCommand !== undefined })), wouldBe.kind);
     for (const emitted of this.emitted.take(key, pod.uid, [event])) {
       this.deps.events.emit(pod, emitted);
       const series = new Set(byPolicy.map((c) => policySeries(c.auditPolicy!.policy)));

@@ -13,9 +13,10 @@ import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
-import { BUSYBOX, container, podEvents, SIDECAR_MARK, stopOnTerm } from './support/jobs.ts';
+import { BUSYBOX, container, FLUSHING_SHIPPER, podEvents, SIDECAR_MARK, SIGNAL_LOGGER, stopOnTerm } from './support/jobs.ts';
+import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { AGENT_METRICS_PORT, agentPod, CONTROLLER_METRICS_PORT, controllerLeader, deployProject, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, agentPod, assertNoRestartSince, CONTROLLER_METRICS_PORT, controllerLeader, deployProject, ourRestarts, podMetric } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
@@ -91,8 +92,10 @@ async function fastPathDecisions(): Promise<number> {
 const unmarkedJob = (proxy: string): JobSpec => ({ restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container(proxy, stopOnTerm(0))] });
 
 describe('sidecar policies (R54) on the local cluster', () => {
+  let restartsBefore: Map<string, number>;
   before(async () => {
     await deployProject();
+    restartsBefore = await ourRestarts();
     namespace = await createTestNamespace(core, 'policies');
     other = await createTestNamespace(core, 'policies-other');
     kubectl('-n', namespace, 'create', 'rolebinding', TENANT, '--clusterrole=edit', `--user=${TENANT}`);
@@ -101,9 +104,12 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
+    // Policies, their Pods and namespaces gone: nothing of it may take a part down.
+    await sleep(3_000);
+    await assertNoRestartSince(restartsBefore);
   });
 
   it('R54: a cluster policy releases a Job whose template marks nothing (by the fast path where it runs); the event names the policy; the status counts it', async () => {
@@ -164,6 +170,9 @@ describe('sidecar policies (R54) on the local cluster', () => {
     assert.match(refused(namespacedPolicy(namespace, 'wide', { namespaceSelector: {}, containers: [{ name: 'local-proxy' }] }), ...tenant),
       /unknown field "spec.namespaceSelector"/);
     assert.match(refused(namespacedPolicy(namespace, 'empty', { containers: [{}] }), ...tenant), /an entry needs name or image/);
+    // A namespace user must not make the agent run a command in a container: only cluster policies name one.
+    assert.match(refused(namespacedPolicy(namespace, 'command', { containers: [{ name: 'local-proxy', stopCommand: ['sh', '-c', 'id'] }] }), ...tenant),
+      /only a ClusterSidecarPolicy may name a command/);
 
     await jobs.runJob(other, 'untouched', unmarkedJob('local-proxy'));
     await jobs.runJob(namespace, 'local', unmarkedJob('local-proxy'));
@@ -173,6 +182,69 @@ describe('sidecar policies (R54) on the local cluster', () => {
     const pod = await jobs.onlyPod(other, 'untouched');
     assert.ok(containerStatus(pod, 'main')?.state?.terminated, 'the main is done');
     assert.ok(containerStatus(pod, 'local-proxy')?.state?.running, 'a SidecarPolicy reaches no Pod outside its namespace');
+  });
+
+  it('R54: a cluster policy\'s stop command runs once inside the sidecar, within the grace period, before its signal', async (t) => {
+    const say = (line: string) => `echo "${line}" > /proc/1/fd/1`;
+    const stopCommand = ['sh', '-c', `${say('stop command ran')}; sleep 2; ${say('stop command done')}`];
+    apply(clusterPolicy('e2e-quit', { namespaceSelector: inNamespace(), containers: [{ name: 'quit-proxy', stopCommand }] }));
+    const grace = 20;
+    await jobs.runJob(namespace, 'quit', { restartPolicy: 'Never', grace, containers: [container('main', 'sleep 3; echo main done'), container('quit-proxy', SIGNAL_LOGGER)] });
+    assert.equal((await jobs.finishedJob(namespace, 'quit', 90_000)).type, 'Complete');
+    const pod = await jobs.onlyPod(namespace, 'quit');
+    const main = timestampedLogs(namespace, pod.metadata!.name!, 'main');
+    const proxy = timestampedLogs(namespace, pod.metadata!.name!, 'quit-proxy');
+    const shown = `main:\n${showLines(main)}\nproxy:\n${showLines(proxy)}`;
+    t.diagnostic(shown);
+    assert.equal(proxy.filter((l) => l.text === 'stop command ran').length, 1, `the command ran once:\n${shown}`);
+    const mainDone = firstLine(main, /^main done$/);
+    const done = firstLine(proxy, /^stop command done$/);
+    const term = firstLine(proxy, /^got SIGTERM$/);
+    assert.ok(mainDone && done && term, shown);
+    assert.ok(term.atMs >= done.atMs, `SIGTERM came before the command ended:\n${shown}`);
+    assert.ok(term.atMs - mainDone.atMs < grace * 1000, `past the ${grace} s grace period:\n${shown}`);
+    t.diagnostic(`main done → command done ${done.atMs - mainDone.atMs} ms → SIGTERM ${term.atMs - mainDone.atMs} ms`);
+    assert.equal(containerStatus(pod, 'quit-proxy')?.state?.terminated?.exitCode, 0);
+    const killing = (await podEvents(pod)).find((e) => e.startsWith('Normal Killing:') && e.includes('quit-proxy'));
+    assert.match(killing ?? '', /first running the stop command of ClusterSidecarPolicy\/e2e-quit/);
+  });
+
+  it('R54, R53: a proxy a policy puts in a later tier gets SIGTERM only after the log shipper beside it flushed and exited', async (t) => {
+    apply(clusterPolicy('e2e-tiers', { namespaceSelector: inNamespace(), containers: [{ name: 'tier-logs' }, { name: 'tier-proxy', stopTier: 1 }] }));
+    await jobs.runJob(namespace, 'tiers', {
+      restartPolicy: 'Never', grace: 20,
+      containers: [container('main', 'sleep 3; echo main done'), container('tier-logs', FLUSHING_SHIPPER), container('tier-proxy', SIGNAL_LOGGER)],
+    });
+    assert.equal((await jobs.finishedJob(namespace, 'tiers', 90_000)).type, 'Complete');
+    const pod = await jobs.onlyPod(namespace, 'tiers');
+    const logs = timestampedLogs(namespace, pod.metadata!.name!, 'tier-logs');
+    const proxy = timestampedLogs(namespace, pod.metadata!.name!, 'tier-proxy');
+    const shown = `logs:\n${showLines(logs)}\nproxy:\n${showLines(proxy)}`;
+    t.diagnostic(shown);
+    const flushed = firstLine(logs, /^flushed$/);
+    const proxyTerm = firstLine(proxy, /^got SIGTERM$/);
+    assert.ok(flushed && proxyTerm, shown);
+    assert.ok(proxyTerm.atMs > flushed.atMs, `the proxy got SIGTERM before the log shipper flushed:\n${shown}`);
+    // The runtime's record of the shipper's exit (whole seconds).
+    const logsExit = containerStatus(pod, 'tier-logs')?.state?.terminated?.finishedAt;
+    assert.ok(logsExit && proxyTerm.atMs >= new Date(logsExit).getTime(), `the proxy got SIGTERM before the log shipper exited (${String(logsExit)})`);
+    assert.equal(containerStatus(pod, 'tier-proxy')?.state?.terminated?.exitCode, 0);
+    const stopping = (await podEvents(pod)).filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.ok(stopping.some((e) => e.includes('"tier-proxy" (ClusterSidecarPolicy/e2e-tiers)')), stopping.join('\n'));
+  });
+
+  it('R54: a policy that would make every container of a Pod a sidecar leaves it alone with a Warning', async () => {
+    apply(clusterPolicy('e2e-everything', { namespaceSelector: inNamespace(), containers: [{ name: 'solo-*' }] }));
+    await jobs.runJob(namespace, 'solo', { restartPolicy: 'Never', containers: [container('solo-a', 'sleep 2'), container('solo-b', stopOnTerm(0))] });
+    const warning = `Warning ${EVENT_REASONS.noMainContainer}:`;
+    const pod = await waitFor(async () => {
+      const p = await jobs.onlyPod(namespace, 'solo');
+      return containerStatus(p, 'solo-a')?.state?.terminated && (await podEvents(p)).some((e) => e.startsWith(warning)) ? p : undefined;
+    }, { description: `solo-a done and a ${EVENT_REASONS.noMainContainer} Warning`, timeoutMs: 60_000 });
+    await sleep(3_000);
+    const fresh = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+    assert.ok(containerStatus(fresh, 'solo-b')?.state?.running, 'nothing is stopped in a Pod without a main');
+    kubectl('-n', namespace, 'delete', 'job', 'solo', '--wait=false');
   });
 
   it('R54: audit mode stops nothing and reports each Pod once; switching mode to Enforce releases it', async () => {

@@ -210,50 +210,55 @@ describe('security: hostile namespaces, round three (R48)', { timeout: 1_200_000
     // Eight at a time, as a user's script would.
     await eightAtATime(creates);
     t.diagnostic(`140 requests created, ${mib(bytes)} of labels in all`);
-    // A leader change: the standby lists every request of the cluster when it takes over.
-    const leader = await controllerLeader();
-    kubectl('-n', NAMESPACE, 'delete', 'pod', leader.metadata!.name!, '--wait=false');
-    await waitFor(async () => {
-      const now = await controllerLeader(120_000);
-      return now.metadata!.name !== leader.metadata!.name ? now : undefined;
-    }, { description: 'another controller replica leading', timeoutMs: 120_000 });
-    await sleep(10_000);
-    kubectl('-n', ns, 'exec', podName, '-c', 'main', '--', 'touch', '/tmp/go');
-    const { type } = await jobs.finishedJob(ns, 'hooked', 120_000);
-    const done = await jobs.onlyPod(ns, 'hooked');
-    const peaks = { agent: await agentPeak(), controller: await controllerPeak() };
-    t.diagnostic(`peak RSS: agent ${mib(peaks.agent)} (limit ${limits.agent}), controller leader ${mib(peaks.controller)} (limit ${limits.controller})`);
-    const proxy = timestampedLogs(ns, podName, 'proxy');
-    const mainEnd = jobs.finishedAt(done, 'main');
-    const term = firstLine(proxy, /^got SIGTERM$/);
-    assert.ok(firstLine(proxy, /^hook ran$/) && term && mainEnd, showLines(proxy));
-    t.diagnostic(`main finished → sidecar's SIGTERM: ${term.atMs - mainEnd.getTime()} ms`);
-    // finishedAt is whole seconds.
-    assert.ok(term.atMs >= mainEnd.getTime() - 1_000, `the sidecar was stopped after its main, not before:\n${showLines(proxy)}`);
-    assert.ok(term.atMs - mainEnd.getTime() < 60_000, `the sidecar was stopped within 60 s of its main:\n${showLines(proxy)}`);
-    assert.equal(type, 'Complete');
-    const after = await health();
-    assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
-    for (const [name, restarts] of Object.entries(before.restarts)) {
-      if (name in after.restarts) assert.equal(after.restarts[name], restarts, `${name} not restarted`);
+    try {
+      // A leader change: the standby lists every request of the cluster when it takes over.
+      const leader = await controllerLeader();
+      kubectl('-n', NAMESPACE, 'delete', 'pod', leader.metadata!.name!, '--wait=false');
+      await waitFor(async () => {
+        const now = await controllerLeader(120_000);
+        return now.metadata!.name !== leader.metadata!.name ? now : undefined;
+      }, { description: 'another controller replica leading', timeoutMs: 120_000 });
+      await sleep(10_000);
+      kubectl('-n', ns, 'exec', podName, '-c', 'main', '--', 'touch', '/tmp/go');
+      const { type } = await jobs.finishedJob(ns, 'hooked', 120_000);
+      const done = await jobs.onlyPod(ns, 'hooked');
+      const peaks = { agent: await agentPeak(), controller: await controllerPeak() };
+      t.diagnostic(`peak RSS: agent ${mib(peaks.agent)} (limit ${limits.agent}), controller leader ${mib(peaks.controller)} (limit ${limits.controller})`);
+      const proxy = timestampedLogs(ns, podName, 'proxy');
+      const mainEnd = jobs.finishedAt(done, 'main');
+      const term = firstLine(proxy, /^got SIGTERM$/);
+      assert.ok(firstLine(proxy, /^hook ran$/) && term && mainEnd, showLines(proxy));
+      t.diagnostic(`main finished → sidecar's SIGTERM: ${term.atMs - mainEnd.getTime()} ms`);
+      // finishedAt is whole seconds.
+      assert.ok(term.atMs >= mainEnd.getTime() - 1_000, `the sidecar was stopped after its main, not before:\n${showLines(proxy)}`);
+      assert.ok(term.atMs - mainEnd.getTime() < 60_000, `the sidecar was stopped within 60 s of its main:\n${showLines(proxy)}`);
+      assert.equal(type, 'Complete');
+      const after = await health();
+      assert.deepEqual(after.oomKilled, [], 'no part OOM-killed');
+      for (const [name, restarts] of Object.entries(before.restarts)) {
+        if (name in after.restarts) assert.equal(after.restarts[name], restarts, `${name} not restarted`);
+      }
+      // A replica that took over during the test: never restarted either.
+      for (const p of await controllerPods()) {
+        if (!(p.metadata!.name! in before.restarts)) assert.equal(p.status?.containerStatuses?.[0]?.restartCount ?? 0, 0, `the new controller replica ${p.metadata!.name} not restarted`);
+      }
+    } finally {
+      // Cleaned up here, whatever the outcome, timed: the later tests run on this cluster. The
+      // controller still works through status writes of the fat requests (each seconds of API server
+      // time on this machine, on objects its lagging cache still holds after they are gone), which
+      // slowed the cleanup past five minutes: it is off meanwhile. Deleted eight at a time (the API
+      // server deletes a collection one object after another).
+      kubectl('-n', NAMESPACE, 'scale', `deployment/${CONTROLLER}`, '--replicas=0');
+      await noControllerLeft();
+      const deleting = Date.now();
+      const names = [...Array.from({ length: 40 }, (_, n) => [ns, `fat-${n}`]), ...Array.from({ length: 100 }, (_, n) => [other, `fat-${n}`])];
+      await eightAtATime(names.map(([namespace, name]) => () => custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: namespace!, name: name! })
+        .catch((err: unknown) => {
+          if ((err as { code?: number }).code !== 404) throw err;
+        })));
+      await deleteTestNamespace(core, other, { timeoutMs: 300_000 });
+      t.diagnostic(`the API server deleted them and their namespace in ${((Date.now() - deleting) / 1000).toFixed(0)} s`);
+      await deployProject(); // the controller back, and its leader elected
     }
-    assert.equal((await controllerPods()).every((p) => (p.status?.containerStatuses ?? []).every((s) => s.restartCount === 0)), true,
-      'the new controller replica did not restart either');
-    // Cleaned up here, timed: the later tests run on this cluster. The controller still works through
-    // status writes of the fat requests (each seconds of API server time on this machine, on objects
-    // its lagging cache still holds after they are gone), which slowed the cleanup past five minutes:
-    // it is off meanwhile. Deleted eight at a time (the API server deletes a collection one object
-    // after another).
-    kubectl('-n', NAMESPACE, 'scale', `deployment/${CONTROLLER}`, '--replicas=0');
-    await noControllerLeft();
-    const deleting = Date.now();
-    const names = [...Array.from({ length: 40 }, (_, n) => [ns, `fat-${n}`]), ...Array.from({ length: 100 }, (_, n) => [other, `fat-${n}`])];
-    await eightAtATime(names.map(([namespace, name]) => () => custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: namespace!, name: name! })
-      .catch((err: unknown) => {
-        if ((err as { code?: number }).code !== 404) throw err;
-      })));
-    await deleteTestNamespace(core, other, { timeoutMs: 300_000 });
-    t.diagnostic(`the API server deleted them and their namespace in ${((Date.now() - deleting) / 1000).toFixed(0)} s`);
-    await deployProject(); // the controller back, and its leader elected
   });
 });

@@ -12,7 +12,7 @@ import { EVENT_REASONS } from '../api/names.ts';
 import { apiAs, requestsPath } from './support/api-as.ts';
 import type { ApiAnswer, Caller } from './support/api-as.ts';
 import { apiStatus, clients, clusterEnv, versionFeatures } from './support/cluster.ts';
-import { AGENT, NAMESPACE, TEST_SIDECAR_START_TIMEOUT_SECONDS, agentPod, controllerLeader, controllerPods, deployProject } from './support/deploy.ts';
+import { AGENT, NAMESPACE, TEST_SIDECAR_START_TIMEOUT_SECONDS, agentPod, controllerLeader, deployProject, ourRestarts } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container, podEvents, stopOnTerm } from './support/jobs.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -36,11 +36,6 @@ let attackerNs: string;
 let victim: { name: string; containerID: string };
 /** Restart counts of our Pods when the suite starts (earlier suites crash them on purpose). */
 let restartsBefore: Map<string, number>;
-
-async function ourRestarts(): Promise<Map<string, number>> {
-  const pods = [await agentPod(), ...(await controllerPods())];
-  return new Map(pods.map((p) => [p.metadata!.name!, p.status?.containerStatuses?.[0]?.restartCount ?? 0]));
-}
 
 const attacker = (): Caller => ({ user: `system:serviceaccount:${attackerNs}:attacker` });
 

@@ -11,7 +11,7 @@ import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
 import { deployProject } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
-import { SIDECAR_MARK, container } from './support/jobs.ts';
+import { FLUSHING_SHIPPER, SIDECAR_MARK, SIGNAL_LOGGER, container } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { containerStatus } from './support/workloads.ts';
 
@@ -21,13 +21,6 @@ const features = versionFeatures();
 
 /** The main says when it is done, as its last line: its exit, to the millisecond. */
 const MAIN = 'sleep 3; echo main done';
-/** A sidecar that says which signal came (any of TERM, INT, USR1) and exits 0 on it. */
-const SIGNAL_LOGGER = [
-  ...['TERM', 'INT', 'USR1'].map((sig) => `trap 'echo "got SIG${sig}"; exit 0' ${sig}`),
-  'echo ready',
-  // sleep in the background: a trapped signal interrupts `wait` at once.
-  'while :; do sleep 1 & wait $!; done',
-].join('\n');
 
 /**
  * Whether containerd applies the stop signal kubelet gives it at creation: 2.4 does (its CRI
@@ -107,16 +100,11 @@ describe('stop semantics as kubelet\'s', () => {
   });
 
   it('R53: a proxy named by the stop-last annotation gets SIGTERM only after the log shipper beside it flushed and exited', async (t) => {
-    const SHIPPER = [
-      `trap 'echo "got SIGTERM"; sleep 3; echo "flushed"; exit 0' TERM`,
-      'echo ready',
-      'while :; do sleep 1 & wait $!; done',
-    ].join('\n');
     await jobs.runJob(namespace, 'tiers', {
       restartPolicy: 'Never',
       grace: 20,
       annotations: { [ANNOTATION_STOP_LAST]: 'proxy' },
-      containers: [container('main', MAIN), container('logs', SHIPPER, { env: [SIDECAR_MARK] }), container('proxy', SIGNAL_LOGGER, { env: [SIDECAR_MARK] })],
+      containers: [container('main', MAIN), container('logs', FLUSHING_SHIPPER, { env: [SIDECAR_MARK] }), container('proxy', SIGNAL_LOGGER, { env: [SIDECAR_MARK] })],
     });
     const { type } = await jobs.finishedJob(namespace, 'tiers', 90_000);
     const pod = await jobs.onlyPod(namespace, 'tiers');

@@ -6,7 +6,6 @@ import { classify, isStoppableOn, notStoppableWarning, policyNote } from './clas
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_SIDECARS,
-  ANNOTATION_STOP_LAST,
   ENV_IGNORE_EXIT_CODE,
   ENV_TERMINATE_WHEN_JOB_EXIT,
   ENV_TERMINATE_WITH_IMAGE,
@@ -257,7 +256,7 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
     `${EVENT_REASONS.stopping}/${name}`,
     `Main containers are done; stopping sidecar${plural(containers)} ${quoteList(containers)} with ContainerRecreateRequest ${name}.` +
       (left > 0 ? ` ${left} more follow in the next request once this one is done (a request holds at most ${MAX_REQUEST_CONTAINERS}).` : '') +
-      (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (${ANNOTATION_STOP_LAST}).` : '') +
+      (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (a later stop tier).` : '') +
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
         : '') +

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import { classify } from './classify.ts';
 import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
-import { applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, precedenceOrder, selectorMatches } from './policies.ts';
+import { applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
 import { projectPod } from './projection.ts';
 import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support/pods.ts';
 import { decide } from './decide.ts';
@@ -78,6 +78,12 @@ describe('R54: parsePolicy refuses what it cannot read, with the reason', () => 
     ['a bad operator', { metadata: { name: 'p' }, spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }, containers: [{ name: 'x' }] } }, 'cluster', /operator/],
     ['In without values', { metadata: { name: 'p' }, spec: { podSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] }, containers: [{ name: 'x' }] } }, 'cluster', /values: needed/],
     ['a namespaced policy with a namespace selector', { metadata: { name: 'p', namespace: 'ns' }, spec: { namespaceSelector: {}, containers: [{ name: 'x' }] } }, 'namespaced', /own namespace only/],
+    ['a namespaced policy naming a stop command', { metadata: { name: 'p', namespace: 'ns' }, spec: { containers: [{ name: 'x', stopCommand: ['/bin/quit'] }] } }, 'namespaced', /only a ClusterSidecarPolicy may name a command/],
+    ['an empty stop command', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: [] }] } }, 'cluster', /stopCommand: the command is empty/],
+    ['a stop command without a program', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: [''] }] } }, 'cluster', /stopCommand\[0\]: must be a non-empty string/],
+    ['a stop command of too many arguments', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: Array(33).fill('a') }] } }, 'cluster', /at most 32 entries/],
+    ['a stop command argument too long', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: ['sh', 'x'.repeat(1025)] }] } }, 'cluster', /stopCommand\[1\]: at most 1024 characters/],
+    ['a stop command that is not a list', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: 'kill 1' }] } }, 'cluster', /stopCommand: must be a list/],
   ];
   for (const [row, object, scope, reason] of rows) {
     it(row, () => {
@@ -139,6 +145,19 @@ describe('R54: which policy marks which container', () => {
     assert.deepEqual(classify(auditedAsEnforced(pod)).sidecars.map((s) => s.markedBy), ['ClusterSidecarPolicy/a']);
     const plain = projectPod(meshPod());
     assert.equal(auditedAsEnforced(plain), plain, 'no audit marker: the same object (no second decision)');
+  });
+
+  it('a cluster policy\'s stop command reaches the container it marks, from Enforce policies only; stopCommandsOf names the policy', () => {
+    const quit = ['pilot-agent', 'request', 'POST', 'quitquitquit'];
+    const enforced = applyPolicies(projectPod(meshPod()), {}, [policy('mesh', { containers: [{ name: 'istio-proxy', stopCommand: quit }] })]);
+    assert.deepEqual([...stopCommandsOf(enforced)], [['istio-proxy', { command: quit, policy: 'ClusterSidecarPolicy/mesh' }]]);
+    const audited = applyPolicies(projectPod(meshPod()), {}, [policy('mesh', { mode: 'Audit', containers: [{ name: 'istio-proxy', stopCommand: quit }] })]);
+    assert.deepEqual([...stopCommandsOf(audited)], [], 'an Audit policy runs nothing');
+    assert.match(policyAuditEvent([{ container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', stopCommand: true }], 'createRequest').message, /\(ClusterSidecarPolicy\/mesh, its stop command first\)/);
+    assert.doesNotMatch(policyAuditEvent([{ container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', stopCommand: true }], 'swapImages').message, /stop command/, 'a swap runs no command');
+    const own = withLabels(makePod({ containers: [main('app', exited(0)), sidecar('istio-proxy')] }), {});
+    assert.deepEqual([...stopCommandsOf(applyPolicies(projectPod(own), {}, [policy('mesh', { containers: [{ name: 'istio-proxy', stopCommand: quit }] })]))], [],
+      'the Pod\'s own marker wins, the policy\'s command with it');
   });
 
   it('mayMatchPolicy: only by the container entries, whatever the selectors (they are read at decision time)', () => {

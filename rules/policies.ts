@@ -10,7 +10,7 @@ import { normal } from './events.ts';
 import { normalizedImage } from './image-reference.ts';
 import type { ContainerProjection, PodProjection } from './projection.ts';
 import { MAX_POD_LABELS } from './projection.ts';
-import type { PolicyMarker, PolicyMode } from './policy-marker.ts';
+import type { PolicyMarker, PolicyMode, StopCommand } from './policy-marker.ts';
 
 
 export type { PolicyScope };
@@ -21,6 +21,8 @@ export const MAX_PATTERN_CHARS = 256;
 export const MAX_SELECTOR_TERMS = 16;
 export const MAX_SELECTOR_VALUES = 64;
 export const MAX_STOP_TIER = 9;
+export const MAX_STOP_COMMAND_ARGS = 32;
+export const MAX_STOP_COMMAND_ARG_CHARS = 1024;
 
 export interface SelectorRequirement {
   key: string;
@@ -45,6 +47,11 @@ export interface ContainerRule {
   swapImage?: string;
   /** R53: stopped only once every running sidecar of a lower tier has exited. */
   stopTier: number;
+  /**
+   * Run inside the container before kubelet's own stop. Cluster policies only: a namespace user
+   * must not make the agent run a command that neither the Pod spec nor a cluster administrator named.
+   */
+  stopCommand?: string[];
 }
 
 export interface SidecarPolicy {
@@ -199,7 +206,7 @@ export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
         mode,
         namespaceSelector: selector(spec.namespaceSelector, 'spec.namespaceSelector'),
         podSelector: selector(spec.podSelector, 'spec.podSelector'),
-        containers: entries.map((e, i) => containerRule(e, `spec.containers[${i}]`)),
+        containers: entries.map((e, i) => containerRule(e, `spec.containers[${i}]`, scope)),
       },
     };
   } catch (err) {
@@ -208,7 +215,7 @@ export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
   }
 }
 
-function containerRule(value: unknown, at: string): ContainerRule {
+function containerRule(value: unknown, at: string, scope: PolicyScope): ContainerRule {
   const o = record(value, at);
   const name = optionalText(o.name, `${at}.name`, MAX_PATTERN_CHARS);
   const image = optionalText(o.image, `${at}.image`, MAX_PATTERN_CHARS);
@@ -220,13 +227,22 @@ function containerRule(value: unknown, at: string): ContainerRule {
     throw new Invalid(`${at}.stopTier: must be a whole number from 0 to ${MAX_STOP_TIER}`);
   }
   if (o.ignoreExitCode !== undefined && typeof o.ignoreExitCode !== 'boolean') throw new Invalid(`${at}.ignoreExitCode: must be true or false`);
+  const stopCommand = o.stopCommand === undefined ? undefined : command(o.stopCommand, `${at}.stopCommand`, scope);
   return {
     ...(name !== undefined ? { name } : {}),
     ...(image !== undefined ? { image } : {}),
     ignoreExitCode: o.ignoreExitCode === true,
     ...(swapImage ? { swapImage } : {}),
     stopTier,
+    ...(stopCommand ? { stopCommand } : {}),
   };
+}
+
+function command(value: unknown, at: string, scope: PolicyScope): string[] {
+  if (scope !== 'cluster') throw new Invalid(`${at}: only a ClusterSidecarPolicy may name a command to run in a container`);
+  const args = list(value, at, MAX_STOP_COMMAND_ARGS).map((a, i) => text(a, `${at}[${i}]`, MAX_STOP_COMMAND_ARG_CHARS, i > 0));
+  if (args.length === 0) throw new Invalid(`${at}: the command is empty`);
+  return args;
 }
 
 function selector(value: unknown, at: string): LabelSelector {
@@ -387,6 +403,7 @@ function firstMarker(policies: readonly SidecarPolicy[], mode: PolicyMode, conta
       ignoreExitCode: rule.ignoreExitCode,
       ...(rule.swapImage ? { swapImage: rule.swapImage } : {}),
       stopTier: rule.stopTier,
+      ...(rule.stopCommand ? { stopCommand: rule.stopCommand } : {}),
     };
   }
   return undefined;
@@ -401,6 +418,13 @@ export function auditedAsEnforced(pod: PodProjection): PodProjection {
   };
 }
 
+/** By container name: the stop commands the Enforce policies applied to the Pod give (an Audit policy runs nothing). */
+export function stopCommandsOf(pod: PodProjection): Map<string, StopCommand> {
+  const commands = new Map<string, StopCommand>();
+  for (const c of pod.containers) if (c.policy?.stopCommand) commands.set(c.name, { command: c.policy.stopCommand, policy: c.policy.policy });
+  return commands;
+}
+
 /** Cheap pre-filter for the watch cache: some policy has an entry that could match one of the Pod's containers. */
 export function mayMatchPolicy(pod: PodProjection, policies: readonly SidecarPolicy[]): boolean {
   return policies.some((p) => (p.scope === 'cluster' || p.namespace === pod.namespace) &&
@@ -408,9 +432,11 @@ export function mayMatchPolicy(pod: PodProjection, policies: readonly SidecarPol
 }
 
 /** The one Event per Pod of audit mode: which containers which policies would have stopped, and how. */
-export function policyAuditEvent(matches: readonly { container: string; policy: string }[], action: 'createRequest' | 'swapImages'): DecisionEvent {
+export function policyAuditEvent(matches: readonly { container: string; policy: string; stopCommand?: boolean }[], action: 'createRequest' | 'swapImages'): DecisionEvent {
   const how = action === 'createRequest' ? 'through a ContainerRecreateRequest' : 'by swapping its image';
-  const what = matches.map((m) => `"${m.container}" (${m.policy})`).join(', ');
+  // A swap runs no command: there is no agent to run it.
+  const commandFirst = (m: { stopCommand?: boolean }) => (m.stopCommand && action === 'createRequest' ? ', its stop command first' : '');
+  const what = matches.map((m) => `"${m.container}" (${m.policy}${commandFirst(m)})`).join(', ');
   return normal(
     EVENT_REASONS.policyAudit,
     EVENT_REASONS.policyAudit,

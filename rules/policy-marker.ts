@@ -12,4 +12,12 @@ export interface PolicyMarker {
   /** The image swapped in on virtual and agentless nodes. */
   swapImage?: string;
   stopTier: number;
+  /** Cluster policies only: run inside the container before kubelet's stop (its preStop hook, then its signal). */
+  stopCommand?: string[];
+}
+
+/** A command a cluster policy runs inside a container before its stop, and the policy naming it (for events). */
+export interface StopCommand {
+  command: readonly string[];
+  policy: string;
 }

@@ -2,6 +2,7 @@
 // offline from the build output the Dockerfile packages, imported into the node's containerd, and
 // manifests/default (1.30+) or manifests/base (before) applied with kubectl through a small overlay
 // (image name, the cluster's runtime directory, fast resyncs for tests).
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -162,6 +163,30 @@ export function agentPods(): Promise<V1Pod[]> {
 
 export function controllerPods(): Promise<V1Pod[]> {
   return podsOf('controller');
+}
+
+/** Restarts of each of our Pods (the agents and the controller replicas), by Pod name. */
+export async function ourRestarts(): Promise<Map<string, number>> {
+  const pods = [...await agentPods(), ...await controllerPods()];
+  return new Map(pods.map((p) => [p.metadata!.name!, p.status?.containerStatuses?.[0]?.restartCount ?? 0]));
+}
+
+/**
+ * Fails naming each of our Pods that restarted since `before` (or at all, if it was not there), with
+ * the end of its previous run's log: what it died of.
+ */
+export async function assertNoRestartSince(before: ReadonlyMap<string, number>): Promise<void> {
+  const restarted = [...await ourRestarts()].filter(([name, restarts]) => restarts > (before.get(name) ?? 0));
+  const logs = restarted.map(([name, restarts]) => {
+    let previous: string;
+    try {
+      previous = kubectl('-n', NAMESPACE, 'logs', name, '--previous', '--tail=40');
+    } catch (err) {
+      previous = `(no previous log: ${String(err)})`;
+    }
+    return `${name} restarted (${restarts} in all); its previous run ended with:\n${previous}`;
+  });
+  assert.deepEqual(logs, [], logs.join('\n\n'));
 }
 
 /** The controller Pod that holds the leader Lease. */

@@ -13,6 +13,21 @@ export const PAUSE = 'sidecar-terminator.local/pause:1';
 export const SIDECAR_MARK = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT', value: 'true' };
 export const IGNORE_EXIT_MARK = { name: 'KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE', value: 'true' };
 
+/** A sidecar that says which signal came (any of TERM, INT, USR1) and exits 0 on it. */
+export const SIGNAL_LOGGER = [
+  ...['TERM', 'INT', 'USR1'].map((sig) => `trap 'echo "got SIG${sig}"; exit 0' ${sig}`),
+  'echo ready',
+  // sleep in the background: a trapped signal interrupts `wait` at once.
+  'while :; do sleep 1 & wait $!; done',
+].join('\n');
+
+/** A log shipper that takes 3 s after its SIGTERM to flush, says so, and exits 0. */
+export const FLUSHING_SHIPPER = [
+  `trap 'echo "got SIGTERM"; sleep 3; echo "flushed"; exit 0' TERM`,
+  'echo ready',
+  'while :; do sleep 1 & wait $!; done',
+].join('\n');
+
 /** A sidecar loop that exits with `code` on SIGTERM. */
 export function stopOnTerm(code: number): string {
   return `trap 'exit ${code}' TERM; while true; do sleep 1; done`;
