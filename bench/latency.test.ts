@@ -46,6 +46,12 @@ describe('part 1: the Jobs of each kind of batch', () => {
     assert.equal(batches.flat().length, 50);
   });
 
+  it('the plan of two kinds alone (only): their batches take turns, each first of a pair as often, nothing else runs', () => {
+    const batches = planBatches({ jobsPerKind: 20, batchSize: 10, withNative: false, variantJobs: 20, only: ['allOurs', 'policyMarked'] }, ['host']);
+    assert.deepEqual(batches.map((b) => b[0]!.batch), ['allOurs', 'policyMarked', 'policyMarked', 'allOurs'], 'each kind as often first of a pair as second');
+    assert.ok(batches.every((b) => b.every((j) => j.batch === b[0]!.batch) && b.length === 10));
+  });
+
   it('the plan on three nodes: each kind of batch spread evenly, a batch over all nodes, ours and native of a mixed pair on one node', () => {
     const nodes = ['host', 'host-2', 'host-3'];
     const batches = planBatches({ jobsPerKind: 30, batchSize: 10, withNative: true, variantJobs: 6 }, nodes);

@@ -150,6 +150,8 @@ export interface Plan {
   withNative: boolean;
   /** Jobs of each of VARIANTS (0: none, as on the oldest release). */
   variantJobs: number;
+  /** Only these kinds of batches, taking turns (a comparison of two kinds, each batch beside the other). */
+  only?: readonly BatchKind[];
 }
 
 export interface PlannedJob { kind: Kind; batch: BatchKind; name: string; node: string }
@@ -159,7 +161,7 @@ export interface PlannedJob { kind: Kind; batch: BatchKind; name: string; node: 
  * the API server's state) touches all alike. Each kind's i-th Job goes to node i mod N (in the mixed
  * batches ours and native of the same i share a node).
  */
-export function planBatches({ jobsPerKind, batchSize, withNative, variantJobs }: Plan, nodes: readonly string[]): PlannedJob[][] {
+export function planBatches({ jobsPerKind, batchSize, withNative, variantJobs, only }: Plan, nodes: readonly string[]): PlannedJob[][] {
   const batchesOf = (jobs: PlannedJob[]) => Array.from({ length: Math.ceil(jobs.length / batchSize) }, (_, i) => jobs.slice(i * batchSize, (i + 1) * batchSize));
   const index = (i: number) => String(i).padStart(3, '0');
   const mixed: PlannedJob[] = withNative
@@ -170,16 +172,29 @@ export function planBatches({ jobsPerKind, batchSize, withNative, variantJobs }:
     : [];
   const planned = (kind: Kind, batch: BatchKind, count: number, prefix: string): PlannedJob[] =>
     Array.from({ length: count }, (_, i) => ({ kind, batch, name: `${prefix}-${index(i)}`, node: roundRobin(i, nodes) }));
-  return [
+  const kept = (jobs: PlannedJob[]) => (only ? jobs.filter((j) => only.includes(j.batch)) : jobs);
+  const batches = [
     planned('ours', 'allOurs', jobsPerKind, 'alone-ours'),
     planned('native', 'allNative', withNative ? jobsPerKind : 0, 'alone-native'),
     planned('ours', 'onFailure', jobsPerKind, 'onfailure-ours'),
     ...VARIANTS.map((v) => planned('ours', v, variantJobs, `${v.toLowerCase()}-ours`)),
-  ].reduce((all, jobs) => interleave(all, batchesOf(jobs)), batchesOf(mixed));
+  ].map(kept).reduce((all, jobs) => interleave(all, batchesOf(jobs)), batchesOf(kept(mixed)));
+  return only?.length === 2 ? firstInTurn(batches) : batches;
+}
+
+/** Two kinds taking turns, A B A B …, as A B B A A B …: each kind as often first of a pair as second. */
+function firstInTurn(batches: PlannedJob[][]): PlannedJob[][] {
+  return batches.map((_, i) => {
+    const pair = Math.floor(i / 2);
+    const swapped = pair % 2 === 1 ? (i % 2 === 0 ? i + 1 : i - 1) : i;
+    return batches[swapped] ?? batches[i]!;
+  });
 }
 
 /** `agents`: every node's agent (their logs and metrics are read together). */
-export async function runLatency(ctx: Context, agents: readonly V1Pod[], jobsPerKind = 50, batchSize = 10, withNative = true, variantJobs = 20): Promise<LatencyResult> {
+export async function runLatency(
+  ctx: Context, agents: readonly V1Pod[], jobsPerKind = 50, batchSize = 10, withNative = true, variantJobs = 20, only?: readonly BatchKind[],
+): Promise<LatencyResult> {
   const namespace = await createNamespace(ctx, 'bench-latency');
   const created = new Map<string, number>();
   const finished = new Map<string, { at: number; type: string }>();
@@ -197,7 +212,7 @@ export async function runLatency(ctx: Context, agents: readonly V1Pod[], jobsPer
     if (job && !podDone.has(job) && (phase === 'Succeeded' || phase === 'Failed')) podDone.set(job, at);
   });
 
-  const plan: Plan = { jobsPerKind, batchSize, withNative, variantJobs };
+  const plan: Plan = { jobsPerKind, batchSize, withNative, variantJobs, ...(only ? { only } : {}) };
   const batches = planBatches(plan, ctx.nodes);
   if (variantJobs > 0) await ctx.kube.request('POST', '/apis/sidecar-terminator.dev/v1alpha1/clustersidecarpolicies', policyMarkedPolicy(namespace));
   const readAgentLog = await followAgentLogs(ctx, agents);
