@@ -107,6 +107,12 @@ export interface AgentResult {
   apiserverBurst?: { cpuCores: number; agentQueueWaitMeanMs: number; agentRequestsQueued: number };
   /** The agent's own count of its API requests over the burst window, by "verb code" (absent in older results). */
   agentRequestsByVerbAndCode?: Record<string, number>;
+  /**
+   * The agent's container stops over the burst window, by result, and how many of them resumed a
+   * stop it did not see return (a restarted agent's, or another's): more stops than sidecars means
+   * a container stopped again (absent in older results).
+   */
+  containerStops?: { stopped: number; failed: number; resumed: number };
   apiMethod: string;
 }
 
@@ -337,6 +343,7 @@ function footprintResult(
   const [a, b, c] = [idle.start, idle.end, burstEnd].map((s) => ({ atMs: s.atMs, agent: s.agents[index]!.metrics, proc: s.agents[index]!.proc, apiserver: s.apiserver })) as [Own, Own, Own];
   const cpu = (s: Sample[]) => metricSum(s, 'process_cpu_seconds_total');
   const flow = (s: Sample[]) => metricSum(s, 'apiserver_flowcontrol_dispatched_requests_total', { flow_schema: AGENT_FLOW });
+  const stops = (s: Sample[], result: string) => metricSum(s, 'sidecar_terminator_agent_container_stops_total', { result });
   const idleSeconds = (b.atMs - a.atMs) / 1000;
   const burstSeconds = (c.atMs - b.atMs) / 1000;
   const burstRequests = flow(c.apiserver) - flow(b.apiserver);
@@ -377,6 +384,11 @@ function footprintResult(
       apiRequestsPerJob: round(burstRequests / jobs),
     },
     agentRequestsByVerbAndCode: byVerbAndCode(b.agent, c.agent),
+    containerStops: {
+      stopped: stops(c.agent, 'stopped') - stops(b.agent, 'stopped'),
+      failed: stops(c.agent, 'failed') - stops(b.agent, 'failed'),
+      resumed: metricSum(c.agent, 'sidecar_terminator_agent_stops_resumed_total') - metricSum(b.agent, 'sidecar_terminator_agent_stops_resumed_total'),
+    },
     apiserverBurst: {
       cpuCores: round3((cpu(c.apiserver) - cpu(b.apiserver)) / burstSeconds),
       agentQueueWaitMeanMs: waitCount > 0 ? round(((wait(c.apiserver, 'sum') - wait(b.apiserver, 'sum')) * 1000) / waitCount) : 0,

@@ -496,6 +496,8 @@ function printTable(r: Results): void {
     rows.push(['agent API requests: idle 60 s / burst', `${r.agent.idle.apiRequests} / ${r.agent.burst.apiRequests} (${r.agent.burst.apiRequestsPerJob} per Job)`, '', '']);
     const api = r.agent.apiserverBurst;
     const verbs = r.agent.agentRequestsByVerbAndCode;
+    const stops = r.agent.containerStops;
+    if (stops) rows.push(['agent container stops during the burst: stopped / failed / resumed', `${stops.stopped} / ${stops.failed} / ${stops.resumed}`, '', '']);
     if (verbs) rows.push(['agent API requests during the burst, by verb and code (its own count)', Object.entries(verbs).map(([k, n]) => `${k}: ${n}`).join(', '), '', '']);
     if (api) rows.push(['API server during the burst: CPU, the agent\'s requests\' APF queue wait', `${api.cpuCores} cores; mean ${api.agentQueueWaitMeanMs} ms over ${api.agentRequestsQueued} requests`, '', '']);
   }
@@ -505,6 +507,8 @@ function printTable(r: Results): void {
     for (const a of agents) {
       rows.push([`${prefix}agent on ${a.node ?? a.pod} (${a.podsOnNode} Pods): RSS idle / peak, CPU idle, CPU per stop`,
         `${a.rssIdleMB} / ${a.rssPeakBurstMB} MiB, ${a.idle.millicores} millicores, ${a.burst.cpuMsPerStop ?? '-'} ms`, '', '']);
+      const stops = a.containerStops;
+      if (stops) rows.push([`${prefix}agent on ${a.node ?? a.pod}: container stops stopped / failed / resumed`, `${stops.stopped} / ${stops.failed} / ${stops.resumed}`, '', '']);
     }
     rows.push([`${prefix}${total.agents} agents together: RSS idle / sum of peaks, CPU idle, CPU per stop`,
       `${total.rssIdleMB} / ${total.rssPeakBurstMB} MiB, ${total.idleMillicores} millicores, ${total.cpuMsPerStop} ms`, '', '']);
