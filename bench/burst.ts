@@ -28,8 +28,8 @@ import type { Kind } from './latency.ts';
 import { roundRobin, summaryByNode } from './nodes.ts';
 import { burstOrder } from './order.ts';
 import { AGENT_FLOW } from './setup.ts';
-import type { HistogramBounds, Sample, Summary } from './stats.ts';
-import { MB, histogramBounds, metricSum, summarize } from './stats.ts';
+import type { CensoredSummary, HistogramBounds, Sample, Summary } from './stats.ts';
+import { MB, censoredSummary, histogramBounds, metricSum, summarize } from './stats.ts';
 import type { StepBreakdown, Timeline } from './timeline.ts';
 import { stepHistograms, summarizeSteps } from './timeline.ts';
 
@@ -46,7 +46,11 @@ export interface BurstRun {
   settledSeconds: number;
   mainFinishSpreadMs: number;
   mainToSidecarMs: Summary;
+  /** The same with the missed sidecars ranked last: a percentile among them is null (absent in older results). */
+  mainToSidecarWithMissedMs?: CensoredSummary;
   samplesMs: number[];
+  /** Ours: each sample's steps from the agent's log, in samplesMs' order (null where its log had none; absent in older results). */
+  sampleTimelines?: (Timeline | null)[];
   /** On several nodes: mainToSidecarMs per node (under the run's kind). */
   byNode?: Record<string, Record<string, Summary>>;
   missed: number;
@@ -65,6 +69,8 @@ export interface BurstKindSummary {
   runs: number;
   /** Over all runs of the kind together. */
   mainToSidecarMs: Summary;
+  /** The same with the missed sidecars ranked last (absent in older results). */
+  mainToSidecarWithMissedMs?: CensoredSummary;
   missed: number;
   jobsCompleteAtWindowEnd: number;
   jobs: number;
@@ -143,6 +149,7 @@ export async function runBursts(ctx: Context, agents: readonly V1Pod[], jobs = 1
     return {
       runs: of.length,
       mainToSidecarMs: summarize(of.flatMap((r) => r.samplesMs)),
+      mainToSidecarWithMissedMs: censoredSummary(of.flatMap((r) => r.samplesMs), of.reduce((n, r) => n + (r.mainToSidecarWithMissedMs?.censored ?? 0), 0), MISSED_AFTER_MS),
       missed: of.reduce((n, r) => n + r.missed, 0),
       jobsCompleteAtWindowEnd: of.reduce((n, r) => n + r.jobsCompleteAtWindowEnd, 0),
       jobs: of.length * jobs,
@@ -250,6 +257,7 @@ async function burstRun(
     const mainEnds: number[] = [];
     const sidecarEnds: number[] = [];
     const missedDetail: string[] = [];
+    let sidecarsMissed = 0;
     const timelines: (Timeline | undefined)[] = [];
     const onNodes: { node?: string; mainToSidecarMs: number }[] = [];
     for (const pod of pods) {
@@ -261,6 +269,7 @@ async function burstRun(
       mainEnds.push(mainMs);
       if (!proxy?.finishedAtNs || nsToMs(proxy.finishedAtNs) - mainMs > MISSED_AFTER_MS) {
         missedDetail.push(`${name}: sidecar ${proxy?.finishedAtNs ? `finished ${Math.round(nsToMs(proxy.finishedAtNs) - mainMs)} ms after its main` : 'still running'}`);
+        sidecarsMissed++;
         continue;
       }
       sidecarEnds.push(nsToMs(proxy.finishedAtNs));
@@ -277,13 +286,14 @@ async function burstRun(
       settledSeconds: round((fireMs - allRunningMs) / 1000),
       mainFinishSpreadMs: Math.round(Math.max(...mainEnds) - firstMain),
       mainToSidecarMs: summarize(latencies),
+      mainToSidecarWithMissedMs: censoredSummary(latencies, sidecarsMissed, MISSED_AFTER_MS),
       samplesMs: latencies,
       ...(manyNodes ? { byNode: summaryByNode(onNodes, ctx.nodes, () => kind) } : {}),
       missed: missedDetail.length,
       missedDetail,
       jobsCompleteAtWindowEnd,
       allSidecarsFinishedMs: Math.round(Math.max(...sidecarEnds) - firstMain),
-      ...(agentLog ? { steps: summarizeSteps(timelines), agentLog: logNote(agentLog), agentHistograms: stepHistograms(metricsBefore, metricsAfter) } : {}),
+      ...(agentLog ? { sampleTimelines: timelines.map((t) => t ?? null), steps: summarizeSteps(timelines), agentLog: logNote(agentLog), agentHistograms: stepHistograms(metricsBefore, metricsAfter) } : {}),
     };
     ctx.log(`burst (${kind}): p50 ${run.mainToSidecarMs.p50} ms, p99 ${run.mainToSidecarMs.p99} ms, missed ${run.missed}, ${jobsCompleteAtWindowEnd}/${jobs} Jobs Complete after ${OBSERVE_MS / 1000} s`);
     const footprint = idle && burstEnd

@@ -20,7 +20,7 @@ import { SIDECAR_MARK, SIDECAR_SCRIPT, busybox, createJob, createNamespace, dele
 import { roundRobin, summaryByNode } from './nodes.ts';
 import { interleave } from './order.ts';
 import type { HistogramBounds, Summary } from './stats.ts';
-import { bootstrapInterval, summarize } from './stats.ts';
+import { bootstrapInterval, ratioInterval, summarize } from './stats.ts';
 import type { StepBreakdown, Timeline } from './timeline.ts';
 import { stepHistograms, summarizeSteps } from './timeline.ts';
 
@@ -80,7 +80,8 @@ export interface LatencyResult {
   ours?: LatencyFigures;
   /** Native sidecars in the mixed batches; absent where the release has none. */
   native?: LatencyFigures;
-  ratio?: { mainToSidecarP50: number; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
+  /** mainToSidecarP50Interval: its 95 % bootstrap interval, each group resampled on its own (absent in older results). */
+  ratio?: { mainToSidecarP50: number; mainToSidecarP50Interval?: [number, number]; mainToSidecarP90: number; mainToSidecarP99: number; createdToCompleteP50: number };
   /** Ours in the batches of ours alone. */
   allOurs?: LatencyFigures;
   /** Native sidecars in batches of their own, as many together as allOurs (absent in older results and where the release has none). */
@@ -291,6 +292,9 @@ function summary(
       ...(kind === 'ours' ? { steps: summarizeSteps(of.map((s) => s.timeline)) } : {}),
     };
   };
+  const mainToSidecar = (kind: Kind, batch: BatchKind) => samples.filter((s) => s.kind === kind && s.batch === batch).map((s) => s.mainToSidecarMs);
+  const withInterval = (r: NonNullable<LatencyResult['ratio']>, batches: [BatchKind, BatchKind]) =>
+    ({ ...r, mainToSidecarP50Interval: ratioInterval(mainToSidecar('ours', batches[0]), mainToSidecar('native', batches[1]), 50) });
   const ours = withNative ? figures('ours', 'mixed') : undefined;
   const native = withNative ? figures('native', 'mixed') : undefined;
   const allOurs = figures('ours', 'allOurs');
@@ -307,9 +311,9 @@ function summary(
       'agentHistograms: the agent\'s /metrics histograms over the part (bucket bounds), a cross-check' +
       (manyNodes ? '; the logs and histograms of every node\'s agent together. byNode: main→sidecar per node and kind of batch.' : '.'),
     jobsPerKind, batchSize, samples,
-    ...(ours && native ? { ours, native, ratio: ratios(ours, native) } : {}),
+    ...(ours && native ? { ours, native, ratio: withInterval(ratios(ours, native), ['mixed', 'mixed']) } : {}),
     allOurs,
-    ...(allNative ? { allNative, ratioTogether: ratios(allOurs, allNative) } : {}),
+    ...(allNative ? { allNative, ratioTogether: withInterval(ratios(allOurs, allNative), ['allOurs', 'allNative']) } : {}),
     onFailure: figures('ours', 'onFailure'),
     ...variants,
     agentLog,

@@ -33,7 +33,7 @@ import type { MemorySeries, SoakResult } from './soak.ts';
 import type { Part, PartStamp } from './stamps.ts';
 import { partStamps, stampsText } from './stamps.ts';
 import { runSoak } from './soak.ts';
-import type { HistogramBounds, Summary } from './stats.ts';
+import type { CensoredSummary, HistogramBounds, Summary } from './stats.ts';
 import { MB } from './stats.ts';
 import type { StepBreakdown, TimelineField } from './timeline.ts';
 
@@ -312,7 +312,7 @@ const allOurs = (l: LatencyResult | undefined): LatencyFigures | undefined => l?
 const batchOf = (l: LatencyResult, s: { batch?: BatchKind }): BatchKind => s.batch ?? (l.native ? 'mixed' : 'allOurs');
 
 /** One kind's burst figures: over its runs, or the one run of older results. */
-function burstOf(r: Results, kind: Kind): { runs: number; mainToSidecarMs: Summary; samplesMs: number[]; missed: number; steps?: StepBreakdown } | undefined {
+function burstOf(r: Results, kind: Kind): { runs: number; mainToSidecarMs: Summary; mainToSidecarWithMissedMs?: CensoredSummary; samplesMs: number[]; missed: number; steps?: StepBreakdown } | undefined {
   const b = r.burst;
   if (b && 'runs' in b) {
     const { runs, ...figures } = b[kind];
@@ -325,6 +325,13 @@ function burstOf(r: Results, kind: Kind): { runs: number; mainToSidecarMs: Summa
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 const step = (steps: StepBreakdown | undefined, field: TimelineField) => steps?.stepsMs?.[field];
 const measured = (v: number | null | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
+/** Censored percentiles: one past the limit reads "> limit". */
+const censoredText = (c: CensoredSummary) => `${[c.p50, c.p90, c.p99].map((v) => (v === null ? `> ${c.aboveMs}` : `${v}`)).join(' / ')} ms (n=${c.n}, ${c.censored} missed)`;
+/** A ratio's p50 with its 95 % interval where the results hold one. */
+const ratioText = (r: { mainToSidecarP50: number; mainToSidecarP50Interval?: [number, number] }) =>
+  `${r.mainToSidecarP50}${r.mainToSidecarP50Interval ? ` [${r.mainToSidecarP50Interval.join('–')}]` : ''}`;
+const intervalNote = (r: { mainToSidecarP50Interval?: [number, number] } | undefined) =>
+  (r?.mainToSidecarP50Interval ? `, 95 % interval ${r.mainToSidecarP50Interval.join('–')}` : '');
 
 // ---------------------------------------------------------------- targets, table, chart
 
@@ -333,8 +340,8 @@ function targets(r: Results): Target[] {
   const add = (what: string, target: string, value: number | null | undefined, unit: string, ok: (v: number) => boolean) =>
     t.push({ what, target, value: measured(value) ? `${value}${unit}` : 'not measured', met: measured(value) ? ok(value) : null });
   const together = `${r.latency?.batchSize ?? 10} of ours finishing together`;
-  add(`ours / native, main finished → sidecar finished, p50, ${r.latency?.batchSize ?? 10} together (matched batches)`, '≤ 1.0', r.latency?.ratioTogether?.mainToSidecarP50, '', (v) => v <= 1.0);
-  add('ours / native, main finished → sidecar finished, p50 (mixed batches)', '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
+  add(`ours / native, main finished → sidecar finished, p50, ${r.latency?.batchSize ?? 10} together (matched batches${intervalNote(r.latency?.ratioTogether)})`, '≤ 1.0', r.latency?.ratioTogether?.mainToSidecarP50, '', (v) => v <= 1.0);
+  add(`ours / native, main finished → sidecar finished, p50 (mixed batches${intervalNote(r.latency?.ratio)})`, '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
   const alone = step(allOurs(r.latency)?.steps, 'exitToStopSent');
   add(`main exit → SIGTERM sent, ${together}, p50`, '≤ 30 ms', alone?.p50, ' ms', (v) => v <= 30);
   add(`main exit → SIGTERM sent, ${together}, p99`, '≤ 100 ms', alone?.p99, ' ms', (v) => v <= 100);
@@ -358,13 +365,24 @@ function targets(r: Results): Target[] {
   const jobs = r.burst?.jobs ?? 100;
   // The node's own cost shows in native sidecars' figure on the same node: reported beside the target.
   const nativeP99 = (k: { mainToSidecarMs: Summary } | undefined) => (measured(k?.mainToSidecarMs.p99) ? `${k.mainToSidecarMs.p99} ms` : 'not measured');
-  add(`burst of ${jobs}: main → sidecar finished, p99 (${plural(burstOurs?.runs ?? 0, 'run')}; native sidecars: ${nativeP99(burstNative)})`,
-    '≤ 2 s', burstOurs?.mainToSidecarMs.p99, ' ms', (v) => v <= 2000);
+  // Honest p99: a missed sidecar ranks last, so misses push the p99 past the limit rather than out of the sample.
+  const withMissed = burstOurs?.mainToSidecarWithMissedMs;
+  if (withMissed) {
+    t.push({
+      what: `burst of ${jobs}: main → sidecar finished, p99 with the missed ranked last (${plural(burstOurs.runs, 'run')}; native sidecars: ${nativeP99(burstNative)} without their missed)`,
+      target: '≤ 2 s', value: withMissed.p99 === null ? `> ${withMissed.aboveMs} ms` : `${withMissed.p99} ms`, met: withMissed.p99 !== null && withMissed.p99 <= 2000,
+    });
+  } else {
+    add(`burst of ${jobs}: main → sidecar finished, p99 (${plural(burstOurs?.runs ?? 0, 'run')}; native sidecars: ${nativeP99(burstNative)})`,
+      '≤ 2 s', burstOurs?.mainToSidecarMs.p99, ' ms', (v) => v <= 2000);
+  }
   const large = r.burstLargeNodes;
   t.push({
     what: `burst of ${large?.burst.jobs ?? 300} on ${large?.nodes ?? 3} nodes: main → sidecar finished, p99, missed (native sidecars: ${nativeP99(large?.burst.native)})`,
     target: 'reported',
-    value: large ? `${large.burst.ours.mainToSidecarMs.p99} ms, ${large.burst.ours.missed} missed` : 'not measured',
+    value: !large ? 'not measured' : large.burst.ours.mainToSidecarWithMissedMs
+      ? `p50 / p90 / p99 with the missed ranked last ${censoredText(large.burst.ours.mainToSidecarWithMissedMs)}`
+      : `${large.burst.ours.mainToSidecarMs.p99} ms, ${large.burst.ours.missed} missed`,
     met: null,
   });
   const share = burstOurs?.steps?.agentShareMs?.p99;
@@ -451,8 +469,8 @@ function printTable(r: Results): void {
       if (what.startsWith('ours')) rows.push([`${prefix}${what}: agent's steps p50/p99 ms`, stepsText(f.steps), '', '']);
     }
     if (l.agentHistograms) rows.push([`${prefix}agent's histogram, main exit → SIGTERM sent, all batches`, histogramText(l.agentHistograms), '', '']);
-    if (l.ratioTogether) rows.push([`${prefix}ratio ours / native, ${l.batchSize} together (main → sidecar p50, Job p50)`, `${l.ratioTogether.mainToSidecarP50}, ${l.ratioTogether.createdToCompleteP50}`, '', '']);
-    if (l.ratio) rows.push([`${prefix}ratio ours / native, mixed batches (main → sidecar p50, Job p50)`, `${l.ratio.mainToSidecarP50}, ${l.ratio.createdToCompleteP50}`, '', '']);
+    if (l.ratioTogether) rows.push([`${prefix}ratio ours / native, ${l.batchSize} together (main → sidecar p50 [95 % interval], Job p50)`, `${ratioText(l.ratioTogether)}, ${l.ratioTogether.createdToCompleteP50}`, '', '']);
+    if (l.ratio) rows.push([`${prefix}ratio ours / native, mixed batches (main → sidecar p50 [95 % interval], Job p50)`, `${ratioText(l.ratio)}, ${l.ratio.createdToCompleteP50}`, '', '']);
     if (l.agentLog && (l.agentLog.agentRestarts > 0 || l.agentLog.error)) rows.push([`${prefix}agent log`, `${l.agentLog.agentRestarts} restarts${l.agentLog.error ? `, ${l.agentLog.error}` : ''}`, '', '']);
   };
   // Per node: main → sidecar finished p50/p99 ms of each group.
@@ -470,6 +488,7 @@ function printTable(r: Results): void {
     for (const kind of ['ours', 'native'] as const) {
       const k = b[kind];
       rows.push([`${prefix}burst, ${kind}, ${plural(k.runs, 'run')}: p50 / p90 / p99, missed, Complete`, `${percentiles(k.mainToSidecarMs)}, ${k.missed}, ${k.jobsCompleteAtWindowEnd}/${k.jobs}`, '', '']);
+      if (k.mainToSidecarWithMissedMs) rows.push([`${prefix}burst, ${kind}: p50 / p90 / p99 with the missed ranked last`, censoredText(k.mainToSidecarWithMissedMs), '', '']);
     }
     rows.push([`${prefix}burst, ours: agent's steps p50/p99 ms`, stepsText(b.ours.steps), '', '']);
     for (const run of b.runs) if (run.agentHistograms) rows.push([`${prefix}burst repeat ${run.repeat}, ours: agent's histogram, main exit → SIGTERM sent`, histogramText(run.agentHistograms), '', '']);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { bootstrapInterval, percentile } from './stats.ts';
+import { bootstrapInterval, censoredSummary, percentile, ratioInterval } from './stats.ts';
 
 describe('bootstrap intervals', () => {
   const samples = Array.from({ length: 50 }, (_, i) => 10 + ((i * 37) % 50));
@@ -20,4 +20,39 @@ describe('bootstrap intervals', () => {
     assert.deepEqual(bootstrapInterval([7], 99), [7, 7]);
     assert.ok(bootstrapInterval([], 50).every(Number.isNaN));
   });
+});
+
+describe('the ratio\'s interval', () => {
+  const ours = Array.from({ length: 50 }, (_, i) => 50 + ((i * 37) % 50));
+  const theirs = ours.map((v) => v * 10);
+
+  it('holds the ratio of the p50s, is the same for the same samples, and is NaN without samples', () => {
+    const [lo, hi] = ratioInterval(ours, theirs, 50);
+    assert.ok(lo <= 0.1 && 0.1 <= hi && hi > lo, `${lo} <= 0.1 <= ${hi}`);
+    assert.deepEqual(ratioInterval(ours, theirs, 50), [lo, hi]);
+    assert.ok(ratioInterval([], theirs, 50).every(Number.isNaN));
+  });
+
+  it('is a point when neither group varies', () => {
+    assert.deepEqual(ratioInterval([5, 5, 5], [20, 20], 50), [0.25, 0.25]);
+  });
+});
+
+describe('censored percentiles (misses rank last)', () => {
+  const cases: { name: string; values: number[]; censored: number; want: [number | null, number | null, number | null]; n: number; over: number }[] = [
+    { name: 'no misses: the plain percentiles', values: [1, 2, 3, 4, 5], censored: 0, want: [3, 4.6, 5], n: 5, over: 0 },
+    { name: 'misses push the upper percentiles past the limit', values: [1, 2, 3, 4], censored: 1, want: [3, null, null], n: 5, over: 1 },
+    { name: 'a value over the limit counts as a miss', values: [1, 2, 3, 4, 40_000], censored: 0, want: [3, null, null], n: 5, over: 1 },
+    { name: 'more misses than finishes: even the median is above', values: [1], censored: 2, want: [null, null, null], n: 3, over: 2 },
+    { name: 'nothing at all', values: [], censored: 0, want: [null, null, null], n: 0, over: 0 },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const s = censoredSummary(c.values, c.censored, 30_000);
+      assert.deepEqual([s.p50, s.p90, s.p99], c.want);
+      assert.equal(s.n, c.n);
+      assert.equal(s.censored, c.over);
+      if (c.over === 0 && c.values.length > 0) assert.equal(s.p50, percentile(c.values, 50));
+    });
+  }
 });

@@ -34,16 +34,10 @@ export function summarize(values: readonly number[]): Summary {
   };
 }
 
-/**
- * The 95 % bootstrap interval of a percentile: the samples resampled with replacement `resamples`
- * times, the percentile of each, and the 2.5th and 97.5th percentiles of those. Seeded, so the same
- * samples give the same interval. [NaN, NaN] without samples.
- */
-export function bootstrapInterval(values: readonly number[], p: number, resamples = 1000, seed = 1): [number, number] {
-  if (values.length === 0) return [NaN, NaN];
+/** xorshift32 from `seed`: picks indices evenly, and the same every time. */
+function seeded(seed: number): () => number {
   let state = seed >>> 0 || 1;
-  // xorshift32: enough to pick indices evenly, and the same every time.
-  const next = () => {
+  return () => {
     state ^= state << 13;
     state >>>= 0;
     state ^= state >>> 17;
@@ -51,14 +45,72 @@ export function bootstrapInterval(values: readonly number[], p: number, resample
     state >>>= 0;
     return state / 2 ** 32;
   };
-  const estimates: number[] = [];
-  const resample = new Array<number>(values.length);
-  for (let r = 0; r < resamples; r++) {
-    for (let i = 0; i < values.length; i++) resample[i] = values[Math.floor(next() * values.length)]!;
-    estimates.push(percentile(resample, p));
-  }
-  const round = (x: number) => Math.round(x * 10) / 10;
+}
+
+/** `values` drawn again with replacement, by `next`. */
+function resampled(values: readonly number[], next: () => number): number[] {
+  return Array.from(values, () => values[Math.floor(next() * values.length)]!);
+}
+
+/** The 2.5th and 97.5th percentiles of `estimates`, rounded to 0.1 (`digits` 1) or 0.01 (2). */
+function interval95(estimates: readonly number[], digits: 1 | 2): [number, number] {
+  const scale = 10 ** digits;
+  const round = (x: number) => Math.round(x * scale) / scale;
   return [round(percentile(estimates, 2.5)), round(percentile(estimates, 97.5))];
+}
+
+/**
+ * The 95 % bootstrap interval of a percentile: the samples resampled with replacement `resamples`
+ * times, the percentile of each, and the 2.5th and 97.5th percentiles of those. Seeded, so the same
+ * samples give the same interval. [NaN, NaN] without samples.
+ */
+export function bootstrapInterval(values: readonly number[], p: number, resamples = 1000, seed = 1): [number, number] {
+  if (values.length === 0) return [NaN, NaN];
+  const next = seeded(seed);
+  const estimates = Array.from({ length: resamples }, () => percentile(resampled(values, next), p));
+  return interval95(estimates, 1);
+}
+
+/**
+ * The 95 % bootstrap interval of the ratio of two groups' percentiles (`ours` over `theirs`), each
+ * group resampled on its own, as the headline ratio is made of two independent samples. Rounded
+ * as the ratio is (0.01). [NaN, NaN] when a group has no samples.
+ */
+export function ratioInterval(ours: readonly number[], theirs: readonly number[], p: number, resamples = 1000, seed = 1): [number, number] {
+  if (ours.length === 0 || theirs.length === 0) return [NaN, NaN];
+  const next = seeded(seed);
+  const estimates = Array.from({ length: resamples }, () => percentile(resampled(ours, next), p) / percentile(resampled(theirs, next), p));
+  return interval95(estimates, 2);
+}
+
+/**
+ * Percentiles of samples some of which are known only to exceed `aboveMs` (a sidecar still running,
+ * or finished past the limit, when read): those rank last, and a percentile that falls among them
+ * is null, "above the limit", rather than a figure made of the others alone.
+ */
+export interface CensoredSummary {
+  /** Every sample, the censored ones included. */
+  n: number;
+  censored: number;
+  aboveMs: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+export function censoredSummary(values: readonly number[], censored: number, aboveMs: number): CensoredSummary {
+  const known = values.filter((v) => v <= aboveMs).sort((a, b) => a - b);
+  const over = censored + values.length - known.length;
+  const n = known.length + over;
+  const at = (p: number): number | null => {
+    if (n === 0) return null;
+    const rank = (p / 100) * (n - 1);
+    const lo = Math.floor(rank);
+    const hi = Math.ceil(rank);
+    if (hi >= known.length) return null;
+    return Math.round((known[lo]! + (known[hi]! - known[lo]!) * (rank - lo)) * 10) / 10;
+  };
+  return { n, censored: over, aboveMs, p50: at(50), p90: at(90), p99: at(99) };
 }
 
 export interface Sample {
