@@ -402,6 +402,12 @@ function targets(r: Results): Target[] {
     const what = `soak: ${part} RSS, the window's last ${w ? `vs first stretch (minutes ${w.fromMinute}–${w.toMinute})` : 'stretch vs first'}`;
     add(what, 'within 10 % (flat)', w?.rssGrowthPercent, ' %', (v) => Math.abs(v) <= 10);
   }
+  const rates = r.controller?.serviceRate;
+  t.push({
+    what: 'controller: service rate (requests created per second over the wave / first to last) vs arrival rate (mains finishing per second)', target: 'service ≥ arrival',
+    value: rates ? `${rates.duringWave} / ${rates.firstToLast} vs ${r.controller!.achievedRate} per second` : 'not measured',
+    met: rates ? rates.duringWave >= r.controller!.achievedRate : null,
+  });
   t.push({ what: 'controller kept up', target: `≥ 200 Pods finishing per second`, value: r.controller ? `${r.controller.keptUp ? 'yes' : 'no'}: ${r.controller.keptUpReason}` : 'not measured', met: r.controller ? r.controller.keptUp : null });
   const policies = r.policies;
   const count = policies ? policies.clusterPolicies + policies.namespacedPolicies : 1000;

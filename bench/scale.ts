@@ -24,7 +24,7 @@ import { SIDECAR_MARK, apiserverMetrics, containerPid, createNamespace, deleteNa
 import { ApiError, Kube, pool, retrying } from './kube.ts';
 import { CONTROLLER_FLOW } from './setup.ts';
 import type { HistogramBounds, Sample, Summary } from './stats.ts';
-import { MB, histogramBounds, metricSum, percentile, summarize } from './stats.ts';
+import { MB, histogramBounds, metricSum, percentile, serviceRate, summarize } from './stats.ts';
 import type { HeapSummary } from './heap.ts';
 import { heapSnapshot } from './heap.ts';
 
@@ -52,6 +52,12 @@ export interface ScaleResult {
   runningSeconds: number;
   finished: number;
   achievedRate: number;
+  /**
+   * Requests seen created per second (the controller's service rate, beside achievedRate, the
+   * arrival rate): over the wave, and from the first request seen to the last (its pace while a
+   * backlog lasts). Absent in older results.
+   */
+  serviceRate?: { duringWave: number; firstToLast: number };
   requestsSeen: number;
   missing: number;
   /** Last status write → last request seen. */
@@ -384,6 +390,7 @@ export async function runScale(ctx: Context, target: ControllerTarget, o: ScaleO
       runningSeconds: Math.round(runningSeconds),
       finished: count,
       achievedRate: Math.round(achievedRate),
+      serviceRate: serviceRate([...seenAtDrain.values()], waveStart, waveEnd),
       requestsSeen: drainedSeen,
       missing,
       drainSeconds: drainedSeen ? Math.round((Math.max(...seenAtDrain.values()) - waveEnd) / 100) / 10 : NaN,

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { bootstrapInterval, censoredSummary, percentile, ratioInterval } from './stats.ts';
+import { bootstrapInterval, censoredSummary, percentile, ratioInterval, serviceRate } from './stats.ts';
 
 describe('bootstrap intervals', () => {
   const samples = Array.from({ length: 50 }, (_, i) => 10 + ((i * 37) % 50));
@@ -55,4 +55,17 @@ describe('censored percentiles (misses rank last)', () => {
       if (c.over === 0 && c.values.length > 0) assert.equal(s.p50, percentile(c.values, 50));
     });
   }
+});
+
+describe('service rate', () => {
+  it('counts the requests seen within the wave over its length, and all of them from the first seen to the last', () => {
+    // A 5 s wave; 100 requests seen 100 ms apart from 0.5 s in, most of them after it: a backlog.
+    const seenAt = Array.from({ length: 100 }, (_, i) => 500 + i * 100);
+    assert.deepEqual(serviceRate(seenAt, 0, 5_000), { duringWave: 9, firstToLast: 10 });
+  });
+
+  it('none or one seen: no rate from first to last', () => {
+    assert.ok(Number.isNaN(serviceRate([1_000], 0, 5_000).firstToLast));
+    assert.deepEqual(serviceRate([], 0, 5_000).duringWave, 0);
+  });
 });

@@ -1,4 +1,4 @@
-// Percentiles and Prometheus text-format reading for the benchmark.
+// Percentiles, rates and Prometheus text-format reading for the benchmark.
 
 export interface Summary {
   n: number;
@@ -166,4 +166,13 @@ export function histogramBounds(before: readonly Sample[], after: readonly Sampl
     return Number.isFinite(le) ? `<= ${le * 1000}` : `> ${(finite.at(-1)?.le ?? 0) * 1000}`;
   };
   return { count: total, p50UpperBoundMs: q(0.5), p99UpperBoundMs: q(0.99) };
+}
+
+/** Requests per second from the instants they were seen: within [waveStart, waveEnd], and from the first to the last seen. */
+export function serviceRate(seenAt: readonly number[], waveStart: number, waveEnd: number): { duringWave: number; firstToLast: number } {
+  const perSecond = (n: number, ms: number) => (ms > 0 ? Math.round((n * 1000) / ms) : NaN);
+  const during = seenAt.filter((t) => t >= waveStart && t <= waveEnd).length;
+  const first = Math.min(...seenAt);
+  const last = Math.max(...seenAt);
+  return { duringWave: perSecond(during, waveEnd - waveStart), firstToLast: seenAt.length > 1 ? perSecond(seenAt.length, last - first) : NaN };
 }
