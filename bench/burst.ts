@@ -304,8 +304,12 @@ async function burstRun(
       })
       : undefined;
     return { run, timelines, ...(footprint ? { footprint } : {}) };
+  } catch (err) {
+    // Said before the cleanup, whose own failure (300 Pods take minutes to go) would hide it.
+    ctx.log(`burst (${kind}): FAILED before its cleanup: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    throw err;
   } finally {
-    await deleteNamespace(ctx, namespace);
+    await deleteNamespace(ctx, namespace, Math.max(180_000, jobs * 2_000));
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -5,7 +5,8 @@
 # each on a local cluster of its own (e2e/run.sh, which picks the containerd). All write
 # bench/results.json, which records each run's release, runtime and nodes.
 # BENCH_NODES: the cluster sizes to run on (default "1 3"): 1 runs the one-node runs above; 2..4
-# parts 1 and 2 (those in BENCH_PARTS) on that many nodes, into latencyNodes and burstNodes.
+# parts 1 and 2 (those in BENCH_PARTS) on that many nodes, into latencyNodes and burstNodes, and
+# with part 2 the burst of 300 (burstLargeNodes; BENCH_PARTS=burstLarge runs it alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=../e2e/cluster/versions.env
@@ -20,7 +21,7 @@ for nodes in ${BENCH_NODES:-1 3}; do
     continue
   fi
   spread=()
-  for part in latency burst; do
+  for part in latency burst burstLarge; do
     if [[ $parts == *,$part,* ]]; then spread+=("$part"); fi
   done
   if [[ ${#spread[@]} -gt 0 ]]; then

@@ -175,7 +175,7 @@ async function attemptPart<T>(ctx: Context, parts: ReadonlySet<string>, errors: 
 async function onManyNodes(ctx: Context, asked: ReadonlySet<string>, started: number): Promise<void> {
   const path = join(outDir(), 'results.json');
   const previous = readResults(path);
-  const parts = new Set<string>([...asked].filter((part) => part === 'latency' || part === 'burst'));
+  const parts = new Set<string>([...asked].filter((part) => part === 'latency' || part === 'burst' || part === 'burstLarge'));
   // 100 Pods a kubelet at most: kubelet's default maxPods is 110.
   const largeJobs = num('BENCH_BURST_LARGE_JOBS', 300);
   if (parts.has('burst') && largeJobs > 0) parts.add('burstLarge');
