@@ -193,6 +193,7 @@ async function burstRun(
   const manyNodes = ctx.nodes.length > 1;
   const main = busybox('main', 'cat /go/go >/dev/null', { volumeMounts: [{ name: 'go', mountPath: '/go', readOnly: true }] });
   const volumes = [{ name: 'go', hostPath: { path: dir, type: 'Directory' } }];
+  let rss: ReturnType<typeof sampleRss>[] | undefined;
   try {
     const t0 = Date.now();
     await pool(names, 10, async (name) => {
@@ -226,14 +227,15 @@ async function burstRun(
     await sleepUntil(allRunningMs + SETTLE_MS);
 
     // ---- burst: every main exits now.
-    const rss = idle?.pids.map((pid) => sampleRss(pid, 200));
+    rss = idle?.pids.map((pid) => sampleRss(pid, 200));
     const fireMs = Date.now();
     closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
     ctx.log(`burst (${kind}): fired`);
     const sidecarDone = (p: V1Pod) => Boolean(statusOf(p, 'proxy')?.state?.terminated);
     for (;;) {
       await sleep(500);
-      pods = await listPods(ctx, namespace);
+      // A list the loaded API server does not answer in time is asked again: the deadline below ends the loop.
+      pods = await listPods(ctx, namespace).catch(() => pods);
       if (pods.filter(sidecarDone).length === jobs || Date.now() - fireMs > MISSED_AFTER_MS + 5_000) break;
     }
     // The agent's last status writes and events follow the stops: include them in the footprint's window.
@@ -309,6 +311,7 @@ async function burstRun(
     ctx.log(`burst (${kind}): FAILED before its cleanup: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     throw err;
   } finally {
+    rss?.forEach((r) => r.stop()); // left running, its timer would keep the benchmark from exiting
     await deleteNamespace(ctx, namespace, Math.max(180_000, jobs * 2_000));
     rmSync(dir, { recursive: true, force: true });
   }
