@@ -486,6 +486,7 @@ function printTable(r: Results): void {
     }
   };
   const burstRows = (prefix: string, b: BurstResult) => {
+    for (const f of b.failedRuns ?? []) rows.push([`${prefix}burst repeat ${f.repeat}, ${f.kind}: FAILED`, f.error, '', '']);
     for (const run of b.runs) {
       rows.push([`${prefix}burst repeat ${run.repeat}, ${run.kind} (${run.order === 1 ? 'first' : 'second'}): p50 / p99, missed, spread, start, Complete`,
         `${run.mainToSidecarMs.p50} / ${run.mainToSidecarMs.p99} ms, ${run.missed}, ${run.mainFinishSpreadMs} ms, ${run.podsStartSeconds} s, ${run.jobsCompleteAtWindowEnd}/${b.jobs} at ${b.observeSeconds} s`, '', '']);
