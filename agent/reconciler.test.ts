@@ -1050,4 +1050,25 @@ describe('Reconciler: a stop this agent saw return, while the runtime still says
     assert.equal(stopsSent(h), 2);
     assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
   });
+
+  it('a stop that failed (its deadline passed under a burst) waits likewise: one stop per wait, one Killing event', async () => {
+    let now = 1_000_000;
+    const h = harness({
+      now: () => now,
+      pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }),
+      stop: async () => { throw new Error('deadline exceeded'); },
+    });
+    h.cache.stale = [];
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    for (let i = 0; i < 3; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
+    assert.equal(stopsSent(h), 1);
+    now += FIRST_RECHECK_MS;
+    await h.reconciler.reconcile(KEY);
+    await settled(h.reconciler);
+    assert.equal(stopsSent(h), 2);
+    assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
+    assert.equal(h.counts.get('stops{"result":"failed"}'), 2);
+    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
+  });
 });

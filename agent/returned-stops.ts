@@ -1,8 +1,10 @@
-// Stops this process saw return, by full container ID. containerd deletes a container's task before
-// it updates the container's status: in that window (seconds on an overloaded node) a stop returns
-// at once while the status still says running. Stopping again at once only loops, each time a pair
-// of calls to a runtime already behind; so a container whose stop returned is looked at again after
-// a wait that doubles, and stopped again only if the runtime still says running then.
+// Stops this process saw return, by full container ID, answered or failed. containerd deletes a
+// container's task before it updates the container's status: in that window (seconds on an
+// overloaded node) a stop returns at once while the status still says running. A stop that failed
+// (its deadline passed while containerd worked through a burst's exits) may well have stopped the
+// container too. Stopping again at once only loops, each time a pair of calls to a runtime already
+// behind; so a container whose stop returned is looked at again after a wait that doubles, and
+// stopped again only if the runtime still says running then.
 // Memory only: a restarted agent resumes a recorded stop once (R40), then waits likewise.
 
 /** The first wait after a stop returned, doubling up to MAX_RECHECK_MS. */
@@ -24,7 +26,7 @@ export class ReturnedStops {
     this.#now = now;
   }
 
-  /** A stop of `containerID` returned just now. */
+  /** A stop of `containerID` returned just now, answered or failed. */
   returned(containerID: string): void {
     const now = this.#now();
     const before = this.#byContainer.get(containerID);

@@ -67,6 +67,9 @@ interface HarnessOptions {
   tiers?: boolean;
   /** The stop returns, but the runtime still says running (containerd deletes the task first). */
   statusLagsStop?: boolean;
+  /** Every stop fails once released (its deadline passed under a burst), the container still running. */
+  stopFails?: boolean;
+  now?: () => number;
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -91,6 +94,7 @@ function harness(o: HarnessOptions = {}) {
     },
     stop: async (id) => {
       await stopHeld.promise;
+      if (o.stopFails) throw new Error('deadline exceeded');
       stopped.add(id);
     },
   });
@@ -122,6 +126,7 @@ function harness(o: HarnessOptions = {}) {
     metrics,
     log: quiet,
     requeue: (key) => queued.push(key),
+    ...(o.now ? { now: o.now } : {}),
   };
   const agent = { reconciler: new Reconciler(reconcilerDeps) };
   const exits = new ExitHandler({
@@ -180,7 +185,7 @@ function harness(o: HarnessOptions = {}) {
     await createIfAbsent(api, requestPath('ns'), built);
   };
   return {
-    api, exits, runtime, calls, queued, agent, reconcilerDeps, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates,
+    api, exits, runtime, calls, queued, agent, reconcilerDeps, metrics, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates,
     releaseStop: () => stopHeld.resolve(),
     releaseCreate: () => createHeld.resolve(),
     /** A restarted agent: new process, nothing of the old one's memory; the API and the runtime as they are. */
@@ -271,6 +276,33 @@ describe('Stop first, record after (R55)', () => {
     assert.equal(h.stopsSent(), 1);
     assert.equal(h.status()?.phase, 'Recreating');
     assert.ok(delays.some((ms) => ms !== undefined && ms <= FIRST_RECHECK_MS && ms > 0), `looked at again after the wait: ${JSON.stringify(delays)}`);
+  });
+
+  it('R55, R40: the stop fails (its deadline passed) after the request recorded it: looked at again after the wait, stopped once more, nothing counted as resumed', async () => {
+    let now = 1_000_000;
+    const h = harness({ stopFails: true, now: () => now });
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
+    await h.stopSent();
+    h.releaseCreate();
+    await h.exits.idle();
+    h.exits.stop();
+    await h.reconcile();
+    assert.equal(h.status()?.containerRecreateStates?.[0]?.isKilled, true, 'recorded while in flight');
+    h.releaseStop();
+    await h.stopsDone();
+    const delays: (number | undefined)[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      h.queued.length = 0;
+      const result = await h.agent.reconciler.reconcile(KEY);
+      delays.push(result ? result.requeueAfterMs : undefined);
+    }
+    assert.equal(h.stopsSent(), 1, 'not stopped again at once');
+    assert.ok(delays.every((ms) => ms !== undefined && ms <= FIRST_RECHECK_MS && ms > 0), `looked at again after the wait: ${JSON.stringify(delays)}`);
+    now += FIRST_RECHECK_MS;
+    await h.agent.reconciler.reconcile(KEY);
+    await h.stopsDone();
+    assert.equal(h.stopsSent(), 2);
+    assert.equal((await h.metrics.stopsResumed.get()).values[0]?.value ?? 0, 0, 'this agent\'s own stop, not one another agent began');
   });
 
   it('R55: the agent dies between the stop and the record; the restarted agent finds the sidecar exited and completes the controller\'s request, with no second stop', async () => {

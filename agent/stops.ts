@@ -77,7 +77,7 @@ export class Stops {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Set by close(): no new leftover stop is begun. */
   private closing = false;
-  /** Stops that returned while the runtime may still say running: looked at again after a wait. */
+  /** Stops that returned (answered or failed) while the runtime may still say running: looked at again after a wait. */
   private readonly returnedStops: ReturnedStops;
   /** StopContainer calls under way, by Pod uid (STOPS_PER_POD). */
   private readonly podStops = new KeyedLimit(STOPS_PER_POD);
@@ -164,6 +164,7 @@ export class Stops {
         this.deps.metrics.containerStops.inc({ result: 'stopped' });
         this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.deps.now() - started });
       } catch (err) {
+        this.returnedStops.returned(order.containerID);
         this.deps.metrics.containerStops.inc({ result: 'failed' });
         this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
         this.deps.log.warn('stopping a container left running in a finished Pod failed', { ...where, error: errorMessage(err) });
@@ -304,6 +305,7 @@ export class Stops {
         pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
       });
     } catch (err) {
+      this.returnedStops.returned(order.containerID);
       this.deps.metrics.containerStops.inc({ result: 'failed' });
       this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
       await record.failed(order.name, `stop: ${errorMessage(err)}`);
