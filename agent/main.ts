@@ -7,6 +7,7 @@ import { KubeClient, userAgentFor } from '../common/kube/client.ts';
 import { VERSION } from '../common/version.ts';
 import { reportClusterInfo } from '../common/kube/cluster-info.ts';
 import { loadKubeConfig } from '../common/kube/config.ts';
+import { containerIDOf } from '../api/container-id.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { FastPath } from './fast-path/fast-path.ts';
@@ -43,9 +44,13 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
     rateLimit: { qps: config.kubeApiQps, burst: config.kubeApiBurst },
     clock: apiClock,
   });
-  // Exits matter only to the fast path: without it the controller creates every request.
+  // Exits drive the fast path (without it the controller creates every request), and tell the
+  // Reconciler that a container its stop left "running" in the runtime's status has exited (R40).
   const runtimes = new RuntimeRegistry(discover, log, {
-    onExit: (runtime, id, exitCode, exitedAtMs) => fastPath.containerExited(runtime, id, exitCode, exitedAtMs),
+    onExit: (runtime, id, exitCode, exitedAtMs) => {
+      reconciler.containerExited(containerIDOf(runtime.idPrefix, id));
+      fastPath.containerExited(runtime, id, exitCode, exitedAtMs);
+    },
     onSocketGone: restart,
   });
 

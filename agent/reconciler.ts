@@ -10,6 +10,7 @@ import { ignoreNotFound } from '../common/kube/errors.ts';
 import { getObject } from '../common/kube/client.ts';
 import { listPaged } from '../common/kube/list.ts';
 import { isValidName, podPath } from '../common/kube/paths.ts';
+import type { ContainerID } from '../api/container-id.ts';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { completedStatus, LABEL_POD_UID, isCompleted, requestPath } from '../api/container-recreate-request.ts';
 import type { EventRecorder } from '../common/events.ts';
@@ -131,6 +132,11 @@ export class Reconciler {
   /** A Pod's watch event arrived: looked at if it has requests, or containers left running in a finished Pod (R45). */
   podChanged(namespace: string, name: string, pod: AgentPod | undefined): void {
     if (this.deps.cache.hasRequests(namespace, name) || (pod && leftoverContainers(pod).length > 0)) this.deps.requeue(namespacedKey(namespace, name));
+  }
+
+  /** The runtime's exit stream reported a container's own process exited: none of ours is stopped again (R40). */
+  containerExited(containerID: ContainerID): void {
+    this.stops.exited(containerID);
   }
 
   /** A request's watch event arrived (for the timings only). */

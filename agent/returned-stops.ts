@@ -4,7 +4,9 @@
 // (its deadline passed while containerd worked through a burst's exits) may well have stopped the
 // container too. Stopping again at once only loops, each time a pair of calls to a runtime already
 // behind; so a container whose stop returned is looked at again after a wait that doubles, and
-// stopped again only if the runtime still says running then.
+// stopped again only if the runtime still says running then. Nor then if the runtime's exit stream
+// reported the container's process exited: its status lags that event (under a burst of exits, for
+// tens of seconds), and a process that exited never runs again under the same container ID.
 // Memory only: a restarted agent resumes a recorded stop once (R40), then waits likewise.
 
 /** The first wait after a stop returned, doubling up to MAX_RECHECK_MS. */
@@ -12,6 +14,8 @@ export const FIRST_RECHECK_MS = 5_000;
 export const MAX_RECHECK_MS = 60_000;
 /** Containers remembered at most (a node's containers are far fewer); the oldest go first. */
 const MAX_REMEMBERED = 10_000;
+/** How long an exit the runtime reported is remembered: far longer than its status ever lagged. */
+const EXIT_REMEMBERED_MS = 10 * 60_000;
 
 interface Returned {
   atMs: number;
@@ -21,6 +25,8 @@ interface Returned {
 export class ReturnedStops {
   readonly #now: () => number;
   readonly #byContainer = new Map<string, Returned>();
+  /** When the runtime's exit stream reported each container's process exited (it may come before its stop returns). */
+  readonly #exited = new Map<string, number>();
 
   constructor(now: () => number) {
     this.#now = now;
@@ -40,12 +46,30 @@ export class ReturnedStops {
     return this.#byContainer.has(containerID);
   }
 
-  /** How long until a container the runtime still reports running may be stopped again; undefined: now. */
+  /** The runtime's exit stream reported the container's own process exited just now. */
+  exited(containerID: string): void {
+    const now = this.#now();
+    this.#exited.delete(containerID);
+    this.#exited.set(containerID, now);
+    for (const [id, atMs] of this.#exited) {
+      if (this.#exited.size <= MAX_REMEMBERED && atMs + EXIT_REMEMBERED_MS > now) break;
+      this.#exited.delete(id);
+    }
+  }
+
+  /**
+   * How long until a container the runtime still reports running may be stopped again; undefined:
+   * now. One whose exit was reported is never stopped again: when its wait ends, another begins
+   * (doubling), so it is looked at again until its status says exited.
+   */
   waitLeftMs(containerID: string): number | undefined {
     const r = this.#byContainer.get(containerID);
     if (!r) return undefined;
     const left = r.atMs + r.waitMs - this.#now();
-    return left > 0 ? left : undefined;
+    if (left > 0) return left;
+    if (!this.#exited.has(containerID)) return undefined;
+    this.returned(containerID);
+    return this.#byContainer.get(containerID)!.waitMs;
   }
 
   /** Drops containers whose last wait ended long ago (stopped for good, or gone), and the oldest past MAX_REMEMBERED. */

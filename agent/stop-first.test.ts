@@ -27,7 +27,7 @@ import type { PodProjection } from '../rules/projection.ts';
 import type { PolicyMarker } from '../rules/policy-marker.ts';
 import { fakeRuntime } from '../test/support/fake-runtime.ts';
 import { DiscoveredRuntimes } from './runtime/discover.ts';
-import { runtimeContainerID } from '../api/container-id.ts';
+import { containerIDOf, runtimeContainerID } from '../api/container-id.ts';
 
 const KEY = 'ns/job-pod';
 const MAIN_ID = runtimeContainerID('main-id');
@@ -69,6 +69,8 @@ interface HarnessOptions {
   statusLagsStop?: boolean;
   /** Every stop fails once released (its deadline passed under a burst), the container still running. */
   stopFails?: boolean;
+  /** The runtime's status says running whatever happens, until this says otherwise. */
+  statusRunning?: () => boolean;
   now?: () => number;
 }
 
@@ -89,7 +91,7 @@ function harness(o: HarnessOptions = {}) {
     calls,
     status: (id): RuntimeContainer | undefined => {
       const owner = { podUid: UID, podNamespace: 'ns', podName: 'job-pod', container: id.replace(/-id$/, '') };
-      const exited = id === MAIN_ID || (stopped.has(id) && !o.statusLagsStop);
+      const exited = id === MAIN_ID || (o.statusRunning ? !o.statusRunning() : stopped.has(id) && !o.statusLagsStop);
       return { id, state: exited ? 'exited' : 'running', ...(exited ? { exitCode: 0 } : {}), startedAtNs: 1n, finishedAtNs: 0n, owner };
     },
     stop: async (id) => {
@@ -303,6 +305,32 @@ describe('Stop first, record after (R55)', () => {
     await h.stopsDone();
     assert.equal(h.stopsSent(), 2);
     assert.equal((await h.metrics.stopsResumed.get()).values[0]?.value ?? 0, 0, 'this agent\'s own stop, not one another agent began');
+  });
+
+  it('R55, R40: the stop fails, but the runtime\'s exit stream reported the sidecar exited while its status says running (a burst\'s backlog): never stopped again, recorded once the status says exited', async () => {
+    let now = 1_000_000;
+    let statusLags = true;
+    const h = harness({ stopFails: true, statusRunning: () => statusLags, now: () => now });
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
+    await h.stopSent();
+    h.releaseCreate();
+    await h.exits.idle();
+    h.exits.stop();
+    await h.reconcile();
+    h.agent.reconciler.containerExited(containerIDOf('containerd', PROXY_ID));
+    h.releaseStop();
+    await h.stopsDone();
+    for (let wait = FIRST_RECHECK_MS; wait <= 8 * FIRST_RECHECK_MS; wait *= 2) {
+      const result = await h.agent.reconciler.reconcile(KEY);
+      assert.ok(result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0 && result.requeueAfterMs <= wait, `looked at again: ${JSON.stringify(result)}`);
+      now += wait;
+    }
+    await h.stopsDone();
+    assert.equal(h.stopsSent(), 1, 'its process exited: nothing to stop again');
+    statusLags = false;
+    await h.agent.reconciler.reconcile(KEY);
+    assert.equal(h.status()?.phase, 'Completed');
+    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled]), [['proxy', 'Succeeded', true]]);
   });
 
   it('R55: the agent dies between the stop and the record; the restarted agent finds the sidecar exited and completes the controller\'s request, with no second stop', async () => {

@@ -107,6 +107,11 @@ export class Stops {
     this.closing = true;
   }
 
+  /** The runtime's exit stream reported the container's (`<runtime>://<id>`) own process exited. */
+  exited(containerID: string): void {
+    this.returnedStops.exited(containerID);
+  }
+
   /**
    * The view, with this agent's own stop of the container when one returned: when to look again if
    * the runtime still says running, or that its exit is that stop's (a stop begun before its request, R55).
