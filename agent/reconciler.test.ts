@@ -1022,6 +1022,9 @@ describe('Reconciler: a stop this agent saw return, while the runtime still says
     assert.equal(h.calls.filter((c) => c.startsWith('exec ')).length, 1);
     assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
     assert.equal(h.counts.get('resumed'), undefined);
+    // R44: the first stop is timed; a repeat is not (its steps would count from the first's start).
+    assert.deepEqual(h.stoppedLogs.map((l) => l.timeline !== undefined), [true, false]);
+    assert.equal(h.counts.get('stopSeconds observed'), 1);
   });
 
   it('a restarted agent resumes the recorded stop once, counted as resumed; then waits likewise', async () => {

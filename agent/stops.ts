@@ -302,7 +302,8 @@ export class Stops {
       this.returnedStops.returned(order.containerID);
       this.deps.metrics.containerStops.inc({ result: 'stopped' });
       const exitedAtMs = this.deps.now();
-      const known = record.known();
+      // A resumed or repeated stop is not timed: the steps are the first stop's (R44).
+      const known = order.resumed ? undefined : record.known();
       const timeline = known && stopTimeline({ knownAtMs: known.atMs, createdOnExit: known.createdOnExit, stoppedOnExit: known.stoppedOnExit, ...timing, prestopDoneAtMs, stopSentAtMs, exitedAtMs });
       if (known) this.deps.metrics.stopSeconds.observe((exitedAtMs - known.atMs) / 1000);
       if (timeline) observeStopSteps(this.deps.metrics, timeline);
