@@ -57,6 +57,11 @@ export class ReturnedStops {
     }
   }
 
+  /** Whether the runtime's exit stream reported the container's own process exited. */
+  exitReported(containerID: string): boolean {
+    return this.#exited.has(containerID);
+  }
+
   /**
    * How long until a container the runtime still reports running may be stopped again; undefined:
    * now. One whose exit was reported is never stopped again: when its wait ends, another begins
@@ -67,7 +72,7 @@ export class ReturnedStops {
     if (!r) return undefined;
     const left = r.atMs + r.waitMs - this.#now();
     if (left > 0) return left;
-    if (!this.#exited.has(containerID)) return undefined;
+    if (!this.exitReported(containerID)) return undefined;
     this.returned(containerID);
     return this.#byContainer.get(containerID)!.waitMs;
   }

@@ -333,6 +333,28 @@ describe('Stop first, record after (R55)', () => {
     assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled]), [['proxy', 'Succeeded', true]]);
   });
 
+  it('R40: a hooked sidecar\'s stop call fails after the runtime reported its exit: not recorded as failed; completed once the status says exited', async () => {
+    let statusLags = true;
+    const h = harness({ hook: true, stopFails: true, statusRunning: () => statusLags });
+    h.releaseCreate();
+    h.exits.containerExited(h.runtime, MAIN_ID, 0);
+    await h.exits.idle();
+    h.exits.stop();
+    await h.reconcile();
+    await h.stopSent();
+    h.agent.reconciler.containerExited(containerIDOf('containerd', PROXY_ID));
+    h.releaseStop();
+    await h.stopsDone();
+    await h.reconcile();
+    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled]), [['proxy', 'Recreating', true]]);
+    assert.equal((await h.metrics.containerStops.get()).values.find((v) => v.labels.result === 'failed'), undefined);
+    statusLags = false;
+    await h.agent.reconciler.reconcile(KEY);
+    assert.equal(h.stopsSent(), 1);
+    assert.equal(h.status()?.phase, 'Completed');
+    assert.deepEqual(h.status()?.containerRecreateStates?.map((s) => [s.name, s.phase, s.isKilled]), [['proxy', 'Succeeded', true]]);
+  });
+
   it('R55: the agent dies between the stop and the record; the restarted agent finds the sidecar exited and completes the controller\'s request, with no second stop', async () => {
     const h = harness();
     h.releaseStop();

@@ -312,8 +312,17 @@ export class Stops {
       });
     } catch (err) {
       this.returnedStops.returned(order.containerID);
-      this.deps.metrics.containerStops.inc({ result: 'failed' });
       this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
+      if (this.returnedStops.exitReported(order.containerID)) {
+        // The call failed (under a burst, its deadline passed in containerd's backlog), yet the
+        // runtime reported the process exited: the stop did its work; its status will follow (R40).
+        this.deps.metrics.containerStops.inc({ result: 'stopped' });
+        this.deps.log.info('container stopped: the runtime reported its exit, though the stop call failed', {
+          pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name, error: errorMessage(err),
+        });
+        return;
+      }
+      this.deps.metrics.containerStops.inc({ result: 'failed' });
       await record.failed(order.name, `stop: ${errorMessage(err)}`);
     }
   }
