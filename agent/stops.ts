@@ -169,10 +169,11 @@ export class Stops {
         this.deps.metrics.containerStops.inc({ result: 'stopped' });
         this.deps.log.info('container left running in a finished Pod stopped', { ...where, phase: pod.phase, ms: this.deps.now() - started });
       } catch (err) {
-        this.returnedStops.returned(order.containerID);
-        this.deps.metrics.containerStops.inc({ result: 'failed' });
-        this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
-        this.deps.log.warn('stopping a container left running in a finished Pod failed', { ...where, error: errorMessage(err) });
+        if (this.failedStopExited(order.containerID)) {
+          this.deps.log.info('container left running in a finished Pod stopped: the runtime reported its exit, though the stop call failed', { ...where, error: errorMessage(err) });
+        } else {
+          this.deps.log.warn('stopping a container left running in a finished Pod failed', { ...where, error: errorMessage(err) });
+        }
       }
     })());
   }
@@ -311,19 +312,26 @@ export class Stops {
         pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name, resumed: order.resumed, ms: exitedAtMs - started, ...(timeline ? { timeline } : {}),
       });
     } catch (err) {
-      this.returnedStops.returned(order.containerID);
-      this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
-      if (this.returnedStops.exitReported(order.containerID)) {
-        // The call failed (under a burst, its deadline passed in containerd's backlog), yet the
-        // runtime reported the process exited: the stop did its work; its status will follow (R40).
-        this.deps.metrics.containerStops.inc({ result: 'stopped' });
+      if (this.failedStopExited(order.containerID)) {
         this.deps.log.info('container stopped: the runtime reported its exit, though the stop call failed', {
           pod: namespacedKey(pod.namespace, pod.name), container: order.name, request: record.name, error: errorMessage(err),
         });
         return;
       }
-      this.deps.metrics.containerStops.inc({ result: 'failed' });
       await record.failed(order.name, `stop: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * After a stop call failed: counted, waited on like one that returned (R40), and whether the
+   * runtime reported the process exited anyway. Under a burst the call's deadline passes in
+   * containerd's backlog of exits: the stop did its work, and the status follows.
+   */
+  private failedStopExited(containerID: string): boolean {
+    this.returnedStops.returned(containerID);
+    this.deps.metrics.runtimeErrors.inc({ method: 'stop' });
+    const exited = this.returnedStops.exitReported(containerID);
+    this.deps.metrics.containerStops.inc({ result: exited ? 'stopped' : 'failed' });
+    return exited;
   }
 }
