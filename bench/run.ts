@@ -3,7 +3,8 @@
 //   1. termination latency vs native sidecars, and with ten of ours finishing together
 //   2. bursts of 100 Jobs, ours and native sidecars in turns   3. the agent's footprint
 //   4. the controller with 20,000 Pods   5. a soak of Jobs finishing for two hours (memory over time)
-// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,policies,soak selects parts (default
+//   6. a thousand sidecar policies   kruise: the agent's memory beside OpenKruise's kruise-daemon
+// Targets are reported, not asserted. BENCH_PARTS=latency,burst,scale,policies,kruise,soak selects parts (default
 // all); the results of parts not run are kept from the previous results.json. On the oldest
 // supported release (e2e/cluster/versions.env; bench/run.sh runs it after the newest) only part 1
 // runs, ours alone (no native sidecars there), into `latencyOldest` of the same results.json. On a
@@ -26,6 +27,8 @@ import type { ScaleResult } from './scale.ts';
 import { leaderTarget, runScale } from './scale.ts';
 import type { PoliciesResult } from './policies.ts';
 import { runPolicies } from './policies.ts';
+import type { KruiseResult } from './kruise.ts';
+import { kruiseTargets, runKruise } from './kruise.ts';
 import type { AgentTotals } from './nodes.ts';
 import { agentTotals } from './nodes.ts';
 import { deploy } from './setup.ts';
@@ -71,6 +74,8 @@ interface Results {
   soak?: SoakResult;
   /** Part 6: a thousand sidecar policies (R54). */
   policies?: PoliciesResult;
+  /** The kruise part: the agent's memory beside OpenKruise's kruise-daemon on the same node. */
+  kruiseDaemon?: KruiseResult;
   /** The parts measured by this run; the others' results come from the previous results.json. */
   partsRun: string[];
   /** The commit and stack that measured each part (bench/stamps.ts); absent in older results. */
@@ -98,7 +103,7 @@ interface LegacyBurst {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,policies,soak').split(',').map((s) => s.trim()));
+  const parts = new Set((process.env.BENCH_PARTS ?? 'latency,burst,scale,policies,kruise,soak').split(',').map((s) => s.trim()));
   const ctx = await createContext();
   if (ctx.nodes.length > 1) return onManyNodes(ctx, parts, started);
   if (await onOldestRelease(ctx)) return latencyOnOldest(ctx, started);
@@ -119,6 +124,16 @@ async function main(): Promise<void> {
     errors: {},
   };
   const attempt = <T>(part: string, fn: () => Promise<T>) => attemptPart(ctx, parts, results.errors, part, fn);
+
+  // First, while both daemons are fresh (kruise-daemon starts in the part): the agent before the
+  // other parts' thousands of Jobs have passed through it.
+  const env = results.environment;
+  results.kruiseDaemon = await attempt('kruise', () => runKruise(ctx, deployed.agents, {
+    pods: num('BENCH_KRUISE_PODS', 100),
+    windowSeconds: num('BENCH_KRUISE_WINDOW_SECONDS', 60),
+    everySeconds: num('BENCH_KRUISE_EVERY_SECONDS', 2),
+    stamp: { commit: String(env.commit), at: results.generatedAt, kubernetes: String(env.kubernetes), runtime: String(env.runtime) },
+  }));
 
   results.latency = await attempt('latency', () => runLatency(ctx, deployed.agents, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20)));
   const burst = await attempt('burst', () => runBursts(ctx, deployed.agents, num('BENCH_BURST_JOBS', 100), num('BENCH_BURST_REPEATS', 2)));
@@ -274,7 +289,7 @@ function keepPreviousParts(results: Results, path: string, parts: ReadonlySet<st
   // The parts on several nodes are never run here: a run of their own writes them.
   const keys: Record<string, (keyof Results)[]> = {
     latency: ['latency'], burst: ['burst', 'burstNative', 'agent'], scale: ['controller'], soak: ['soak'], latencyNodes: ['latencyNodes'], burstNodes: ['burstNodes'],
-    burstLargeNodes: ['burstLargeNodes'], policies: ['policies'],
+    burstLargeNodes: ['burstLargeNodes'], policies: ['policies'], kruise: ['kruiseDaemon'],
   };
   for (const [part, fields] of Object.entries(keys)) {
     if (parts.has(part)) continue;
@@ -417,6 +432,7 @@ function targets(r: Results): Target[] {
     value: policies ? `${policies.agent.before.rssMB} → ${policies.agent.after.rssMB} MiB, ${policies.controller.before.rssMB} → ${policies.controller.after.rssMB} MiB` : 'not measured',
     met: null,
   });
+  t.push(...kruiseTargets(r.kruiseDaemon));
   return t;
 }
 
@@ -557,6 +573,15 @@ function printTable(r: Results): void {
       rows.push([`soak: ${part} RSS start / end / max`, `${m.startMiB} / ${m.endMiB} / ${m.maxMiB} MiB, ${m.processes.length} processes, ${m.gaps} gaps`, '', '']);
       rows.push([`soak: ${part} window RSS / heap first → last`, `${m.window.rssFirstMiB} → ${m.window.rssLastMiB} MiB (${m.window.rssGrowthPercent} %; ${m.window.rssBeforeMiB} MiB before the snapshot), heap ${m.window.heapFirstMiB} → ${m.window.heapLastMiB} MiB (${m.window.heapGrowthPercent} %)`, '', '']);
     }
+  }
+  if (r.kruiseDaemon) {
+    const k = r.kruiseDaemon;
+    const figures = (m: KruiseResult['agent']) => `${m.rssMiB.median} / ${m.rssMiB.max} MiB RSS, ${m.workingSetMiB.median} / ${m.workingSetMiB.max} MiB working set (kubelet's ${m.kubeletWorkingSetMiB ?? '-'}), ${m.cpuMillicores} millicores`;
+    rows.push([`kruise: agent, ${k.podsOnNode} Pods on the node, ${k.windowSeconds} s idle (median / max)`, figures(k.agent), '', '']);
+    rows.push([`kruise: kruise-daemon ${k.kruise.version}, the same window (median / max)`, figures(k.kruiseDaemon), '', '']);
+    const d = k.kruise.duringWindow;
+    rows.push(['kruise: kruise-daemon during the window', `${d.logLines} log lines; ${d.containerRecreateRequests} CRRs, ${d.nodeImages} NodeImages, ${d.nodePodProbes} NodePodProbes of Kruise; ${k.kruise.restarts} restarts`, '', '']);
+    rows.push(['kruise: measured by', `${k.measured.commit} (${k.measured.kubernetes}, ${k.measured.runtime})`, '', '']);
   }
   if (r.measured) rows.push(['measured by', stampsText(r.measured), '', '']);
   rows.push(['', '', '', '']);
