@@ -1039,39 +1039,26 @@ describe('Reconciler: a stop this agent saw return, while the runtime still says
     assert.equal(h.counts.get('resumed'), 1);
   });
 
-  it('leftovers of a finished Pod: the same wait, and the reconcile asks to look again then', async () => {
-    let now = 1_000_000;
-    const h = harness({ now: () => now, pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }) });
-    h.cache.stale = []; // no request of the Pod
-    await h.reconciler.reconcile(KEY);
-    await settled(h.reconciler);
-    assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
-    assert.equal(stopsSent(h), 1);
-    now += FIRST_RECHECK_MS;
-    await h.reconciler.reconcile(KEY);
-    await settled(h.reconciler);
-    assert.equal(stopsSent(h), 2);
-    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
-  });
-
-  it('a stop that failed (its deadline passed under a burst) waits likewise: one stop per wait, one Killing event', async () => {
-    let now = 1_000_000;
-    const h = harness({
-      now: () => now,
-      pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }),
-      stop: async () => { throw new Error('deadline exceeded'); },
+  const stopOutcomes: { outcome: string; stop?: () => Promise<void>; result: string }[] = [
+    { outcome: 'returned', result: 'stopped' },
+    { outcome: 'failed (its deadline passed under a burst)', stop: async () => { throw new Error('deadline exceeded'); }, result: 'failed' },
+  ];
+  for (const { outcome, stop, result } of stopOutcomes) {
+    it(`leftovers of a finished Pod, a stop that ${outcome}: the same wait, doubling; the reconcile asks to look again then; one Killing event`, async () => {
+      let now = 1_000_000;
+      const h = harness({ now: () => now, pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }), ...(stop ? { stop } : {}) });
+      h.cache.stale = []; // no request of the Pod
+      await h.reconciler.reconcile(KEY);
+      await settled(h.reconciler);
+      for (let i = 0; i < 3; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
+      assert.equal(stopsSent(h), 1);
+      now += FIRST_RECHECK_MS;
+      await h.reconciler.reconcile(KEY);
+      await settled(h.reconciler);
+      assert.equal(stopsSent(h), 2);
+      assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
+      assert.equal(h.counts.get(`stops{"result":"${result}"}`), 2);
+      assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
     });
-    h.cache.stale = [];
-    await h.reconciler.reconcile(KEY);
-    await settled(h.reconciler);
-    for (let i = 0; i < 3; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
-    assert.equal(stopsSent(h), 1);
-    now += FIRST_RECHECK_MS;
-    await h.reconciler.reconcile(KEY);
-    await settled(h.reconciler);
-    assert.equal(stopsSent(h), 2);
-    assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
-    assert.equal(h.counts.get('stops{"result":"failed"}'), 2);
-    assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
-  });
+  }
 });

@@ -174,6 +174,18 @@ function harness(o: HarnessOptions = {}) {
       await agent.reconciler.reconcile(KEY);
     }
   };
+  /**
+   * The first stop sent at the main's exit and held there; the create answered and handed over, its
+   * reconcile recording the stop in flight (isKilled); the exit queue stopped.
+   */
+  const firstStopRecorded = async () => {
+    exits.containerExited(runtime, MAIN_ID, 0);
+    await stopSent();
+    createHeld.resolve();
+    await exits.idle();
+    exits.stop();
+    await reconcile();
+  };
   /** Until every stop under way has returned. */
   const stopsDone = async () => {
     while (agent.reconciler.stopsInFlight() > 0) await new Promise((r) => setImmediate(r));
@@ -187,7 +199,7 @@ function harness(o: HarnessOptions = {}) {
     await createIfAbsent(api, requestPath('ns'), built);
   };
   return {
-    api, exits, runtime, calls, queued, agent, reconcilerDeps, metrics, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates,
+    api, exits, runtime, calls, queued, agent, reconcilerDeps, metrics, firstStopRecorded, stopsSent, stopsDone, status, stopSent, reconcile, controllerCreates,
     releaseStop: () => stopHeld.resolve(),
     releaseCreate: () => createHeld.resolve(),
     /** A restarted agent: new process, nothing of the old one's memory; the API and the runtime as they are. */
@@ -283,12 +295,7 @@ describe('Stop first, record after (R55)', () => {
   it('R55, R40: the stop fails (its deadline passed) after the request recorded it: looked at again after the wait, stopped once more, nothing counted as resumed', async () => {
     let now = 1_000_000;
     const h = harness({ stopFails: true, now: () => now });
-    h.exits.containerExited(h.runtime, MAIN_ID, 0);
-    await h.stopSent();
-    h.releaseCreate();
-    await h.exits.idle();
-    h.exits.stop();
-    await h.reconcile();
+    await h.firstStopRecorded();
     assert.equal(h.status()?.containerRecreateStates?.[0]?.isKilled, true, 'recorded while in flight');
     h.releaseStop();
     await h.stopsDone();
@@ -311,12 +318,7 @@ describe('Stop first, record after (R55)', () => {
     let now = 1_000_000;
     let statusLags = true;
     const h = harness({ stopFails: true, statusRunning: () => statusLags, now: () => now });
-    h.exits.containerExited(h.runtime, MAIN_ID, 0);
-    await h.stopSent();
-    h.releaseCreate();
-    await h.exits.idle();
-    h.exits.stop();
-    await h.reconcile();
+    await h.firstStopRecorded();
     h.agent.reconciler.containerExited(containerIDOf('containerd', PROXY_ID));
     h.releaseStop();
     await h.stopsDone();
