@@ -1003,22 +1003,30 @@ describe('Reconciler: a stop this agent saw return, while the runtime still says
     while (r.stopsInFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 1));
   };
   const stopsSent = (h: Harness) => h.calls.filter((c) => c.startsWith('stop ')).length;
-
-  it('not stopped again at once; once per wait, which doubles: no hook, no Killing event, nothing counted as resumed', async () => {
-    let now = 1_000_000;
-    const h = harness({ now: () => now }); // the runtime says running, whatever happens
+  /**
+   * From the first reconcile: one stop; `looks` more reconciles (the stop's requeue, Pod updates)
+   * each ask to look again after the first wait and stop nothing; once `advance` has let that wait
+   * pass, one more stop, and the next wait is twice as long.
+   */
+  const oneStopPerWait = async (h: Harness, advance: (ms: number) => void, looks: number) => {
     await h.reconciler.reconcile(KEY);
     await settled(h.reconciler);
     assert.equal(stopsSent(h), 1);
-    // The stop's own requeue, and a burst of Pod updates: each looks, none stops.
-    for (let i = 0; i < 5; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
+    for (let i = 0; i < looks; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
     assert.equal(stopsSent(h), 1);
-    now += FIRST_RECHECK_MS;
+    advance(FIRST_RECHECK_MS);
     await h.reconciler.reconcile(KEY);
     await settled(h.reconciler);
     assert.equal(stopsSent(h), 2);
     assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
     assert.equal(stopsSent(h), 2);
+  };
+
+  it('not stopped again at once; once per wait, which doubles: no hook, no Killing event, nothing counted as resumed', async () => {
+    let now = 1_000_000;
+    const h = harness({ now: () => now }); // the runtime says running, whatever happens
+    // The stop's own requeue, and a burst of Pod updates: each looks, none stops.
+    await oneStopPerWait(h, (ms) => { now += ms; }, 5);
     assert.equal(h.calls.filter((c) => c.startsWith('exec ')).length, 1);
     assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
     assert.equal(h.counts.get('resumed'), undefined);
@@ -1048,15 +1056,7 @@ describe('Reconciler: a stop this agent saw return, while the runtime still says
       let now = 1_000_000;
       const h = harness({ now: () => now, pod: agentPod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, containers: [{ name: 'main' }, { name: 'proxy' }] }), ...(stop ? { stop } : {}) });
       h.cache.stale = []; // no request of the Pod
-      await h.reconciler.reconcile(KEY);
-      await settled(h.reconciler);
-      for (let i = 0; i < 3; i++) assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS });
-      assert.equal(stopsSent(h), 1);
-      now += FIRST_RECHECK_MS;
-      await h.reconciler.reconcile(KEY);
-      await settled(h.reconciler);
-      assert.equal(stopsSent(h), 2);
-      assert.deepEqual(await h.reconciler.reconcile(KEY), { requeueAfterMs: FIRST_RECHECK_MS * 2 });
+      await oneStopPerWait(h, (ms) => { now += ms; }, 3);
       assert.equal(h.counts.get(`stops{"result":"${result}"}`), 2);
       assert.deepEqual(await reasons(h), [EVENT_REASONS.killing]);
     });

@@ -38,7 +38,8 @@ export class ReturnedStops {
     const before = this.#byContainer.get(containerID);
     this.#byContainer.delete(containerID);
     this.#byContainer.set(containerID, { atMs: now, waitMs: before ? Math.min(before.waitMs * 2, MAX_RECHECK_MS) : FIRST_RECHECK_MS });
-    this.#forgetOld(now);
+    // Containers whose last wait ended long ago: stopped for good, or gone.
+    dropOldest(this.#byContainer, (r) => r.atMs + r.waitMs + MAX_RECHECK_MS * 2 <= now);
   }
 
   /** Whether this process has stopped the container before: stopping it again resumes nothing another agent began. */
@@ -51,10 +52,7 @@ export class ReturnedStops {
     const now = this.#now();
     this.#exited.delete(containerID);
     this.#exited.set(containerID, now);
-    for (const [id, atMs] of this.#exited) {
-      if (this.#exited.size <= MAX_REMEMBERED && atMs + EXIT_REMEMBERED_MS > now) break;
-      this.#exited.delete(id);
-    }
+    dropOldest(this.#exited, (atMs) => atMs + EXIT_REMEMBERED_MS <= now);
   }
 
   /** Whether the runtime's exit stream reported the container's own process exited. */
@@ -76,12 +74,15 @@ export class ReturnedStops {
     this.returned(containerID);
     return this.#byContainer.get(containerID)!.waitMs;
   }
+}
 
-  /** Drops containers whose last wait ended long ago (stopped for good, or gone), and the oldest past MAX_REMEMBERED. */
-  #forgetOld(now: number): void {
-    for (const [id, r] of this.#byContainer) {
-      if (this.#byContainer.size <= MAX_REMEMBERED && r.atMs + r.waitMs + MAX_RECHECK_MS * 2 > now) break;
-      this.#byContainer.delete(id);
-    }
+/**
+ * Drops entries oldest first (a Map keeps the order they were set in; each is set anew when
+ * refreshed) while they are `expired` or more than MAX_REMEMBERED are kept.
+ */
+function dropOldest<V>(byContainer: Map<string, V>, expired: (value: V) => boolean): void {
+  for (const [id, value] of byContainer) {
+    if (byContainer.size <= MAX_REMEMBERED && !expired(value)) break;
+    byContainer.delete(id);
   }
 }
