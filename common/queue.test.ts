@@ -30,6 +30,35 @@ describe('WorkQueue', () => {
     assert.deepEqual(seen, ['busy', 'a', 'b']);
   });
 
+  // A resync adds every key at once; what changed meanwhile must not wait behind all of them.
+  const resyncCases: { what: string; steps: (q: WorkQueue) => void; order: string[]; depth: number }[] = [
+    { what: 'keys added after a resync go before its keys', steps: (q) => { for (const k of ['r1', 'r2', 'r3']) q.addForResync(k); q.add('changed'); }, order: ['busy', 'changed', 'r1', 'r2', 'r3'], depth: 4 },
+    { what: 'a resync key added again as a change moves up, and runs once', steps: (q) => { for (const k of ['r1', 'r2', 'r3']) q.addForResync(k); q.add('r3'); }, order: ['busy', 'r3', 'r1', 'r2'], depth: 3 },
+    { what: 'a key already waiting keeps its place when a resync adds it', steps: (q) => { q.add('a'); q.addForResync('r1'); q.addForResync('a'); q.add('b'); }, order: ['busy', 'a', 'b', 'r1'], depth: 3 },
+    { what: 'a key being processed is not queued again by a resync', steps: (q) => { q.addForResync('busy'); q.addForResync('r1'); }, order: ['busy', 'r1'], depth: 1 },
+    { what: 'resync keys run in the order the resync added them', steps: (q) => { for (const k of ['r1', 'r2', 'r3']) q.addForResync(k); }, order: ['busy', 'r1', 'r2', 'r3'], depth: 3 },
+  ];
+  for (const c of resyncCases) {
+    it(`resync: ${c.what}`, async () => {
+      const seen: string[] = [];
+      const gate = deferred();
+      const q = new WorkQueue({
+        workers: 1,
+        handler: async (k) => {
+          seen.push(k);
+          if (k === 'busy') await gate.promise;
+        },
+        onError: () => {},
+      });
+      q.add('busy');
+      c.steps(q);
+      assert.equal(q.state().depth, c.depth);
+      gate.resolve();
+      await q.idle();
+      assert.deepEqual(seen, c.order);
+    });
+  }
+
   it('never runs one key on two workers, and re-runs a key added while it ran', async () => {
     let concurrent = 0;
     let maxConcurrent = 0;

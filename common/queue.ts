@@ -1,6 +1,7 @@
 // A keyed work queue in the manner of client-go's: a key is queued at most once, never processed by
 // two workers at once, re-run if it was added while being processed, and retried with backoff
-// when its handler fails. A handler may give its worker back before it settles (`release`), when
+// when its handler fails. Keys a periodic resync adds wait behind every other key, so a pass over
+// thousands of objects never delays the one that just changed. A handler may give its worker back before it settles (`release`), when
 // what is left of its work must not hold up other keys; its key stays busy until it settles. It tells
 // an observer what client-go's work queues tell their metrics (common/queue-metrics.ts).
 import type { Clock } from './clock.ts';
@@ -72,9 +73,11 @@ export interface WorkQueueOptions {
 }
 
 export class WorkQueue {
-  /** Keys waiting, with when each was queued. */
-  private readonly pending = new Map<string, number>();
+  /** Keys waiting, with when each was queued and whether only a resync asked for it. */
+  private readonly pending = new Map<string, { at: number; resync: boolean }>();
   private readonly order: string[] = [];
+  /** Keys only a resync asked for, taken when `order` is empty; an entry whose key left `pending`, or was promoted, is skipped. */
+  private readonly resyncOrder: string[] = [];
   /** Keys being processed, with when each started. */
   private readonly active = new Map<string, number>();
   /** Keys added while being processed, with when: they are queued again when they settle. */
@@ -98,17 +101,45 @@ export class WorkQueue {
   }
 
   add(key: string): void {
-    if (this.stopped || this.pending.has(key) || this.dirty.has(key)) return;
+    if (this.stopped || this.dirty.has(key)) return;
+    const waiting = this.pending.get(key);
+    if (waiting) {
+      // Waiting behind a resync's keys: it changed since, so it goes in line with the others now.
+      if (waiting.resync) this.enqueue(key, waiting.at);
+      return;
+    }
     const at = this.options.now();
     this.observer?.added();
     if (this.active.has(key)) this.dirty.set(key, at);
     else this.enqueue(key, at);
   }
 
+  /**
+   * Adds the key for a periodic resync: it is processed only when no other key waits. A key that is
+   * waiting or being processed already is left as it is: that run looks at it anyway.
+   */
+  addForResync(key: string): void {
+    if (this.stopped || this.pending.has(key) || this.dirty.has(key) || this.active.has(key)) return;
+    this.observer?.added();
+    this.pending.set(key, { at: this.options.now(), resync: true });
+    this.resyncOrder.push(key);
+    this.pump();
+  }
+
   private enqueue(key: string, queuedAt: number): void {
-    this.pending.set(key, queuedAt);
+    this.pending.set(key, { at: queuedAt, resync: false });
     this.order.push(key);
     this.pump();
+  }
+
+  /** The next key to process: any other key before a resync's. */
+  private next(): string | undefined {
+    if (this.order.length > 0) return this.order.shift();
+    while (this.resyncOrder.length > 0) {
+      const key = this.resyncOrder.shift()!;
+      if (this.pending.get(key)?.resync) return key;
+    }
+    return undefined;
   }
 
   /**
@@ -156,10 +187,11 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running < this.options.workers && this.order.length > 0) {
-      const key = this.order.shift()!;
+    while (!this.stopped && this.running < this.options.workers) {
+      const key = this.next();
+      if (key === undefined) break;
       const now = this.options.now();
-      this.observer?.started(Math.max(0, now - this.pending.get(key)!) / 1000);
+      this.observer?.started(Math.max(0, now - this.pending.get(key)!.at) / 1000);
       this.pending.delete(key);
       this.active.set(key, now);
       this.running++;

@@ -146,8 +146,8 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));
   }, POLICY_STATUS_INTERVAL_MS);
   const resync = setInterval(() => {
-    for (const key of cache.requestKeys()) requestQueue.add(key);
-    for (const key of cache.podKeys()) podQueue.add(key);
+    for (const key of cache.requestKeys()) requestQueue.addForResync(key);
+    for (const key of cache.podKeys()) podQueue.addForResync(key);
   }, config.resyncSeconds * 1000);
   nodes.start();
   cache.start();
