@@ -31,6 +31,8 @@ export interface BarPanel {
   title: string;
   xLabel: string;
   legend: { label: string; color: string }[];
+  /** What the solid and the light bars show, when not p50 and p99 (e.g. a median and a max). */
+  measures?: { solid: string; light: string };
   /** `part`: a part of the row above (drawn in grey). */
   rows: { label: string; part?: boolean; bars: { color: string; p50: number; p99: number }[]; targets?: Target[] }[];
   logX?: boolean;
@@ -173,7 +175,8 @@ function barPanel(x0: number, y0: number, p: BarPanel): string {
     parts.push(`<text x="${x0 + 28 + i * 190}" y="${y0 + 42}" font-size="12">${esc(l.label)}</text>`);
   });
   const targetLabels = rows.flatMap((r) => (r.targets ?? []).map((t) => t.label));
-  const key = `solid p50, light p99${targetLabels.length > 0 ? `; red: target ${targetLabels.join(', ')}` : ''}`;
+  const measures = p.measures ?? { solid: 'p50', light: 'p99' };
+  const key = `solid ${measures.solid}, light ${measures.light}${targetLabels.length > 0 ? `; red: target ${targetLabels.join(', ')}` : ''}`;
   parts.push(`<text x="${x0 + 10}" y="${y0 + 60}" font-size="12" fill="#444">${esc(key)}</text>`);
   const values = rows.flatMap((r) => [...r.bars.flatMap((b) => [b.p50, b.p99]), ...(r.targets ?? []).map((t) => t.at)]).filter(finite);
   // Room on the right for the figures written after the longest bar.
@@ -278,10 +281,13 @@ export function wrapAt(text: string, max: number): string[] {
 const SUBTITLE_CHARS = 175;
 
 export function renderChart(title: string, panels: Panel[], subtitle: string): string {
-  const height = 90 + Math.ceil(panels.length / 2) * ROW_H;
+  const subtitleLines = wrapAt(subtitle, SUBTITLE_CHARS);
+  // Two lines fit above the panels; each one more moves them down.
+  const below = Math.max(0, subtitleLines.length - 2) * 15;
+  const height = 90 + below + Math.ceil(panels.length / 2) * ROW_H;
   const drawn = panels.map((p, i) => {
     const x = i % 2 === 0 ? 30 : 730;
-    const y = 70 + Math.floor(i / 2) * ROW_H;
+    const y = 70 + below + Math.floor(i / 2) * ROW_H;
     if ('rows' in p) return barPanel(x, y, p);
     return 'lines' in p ? linePanel(x, y, p) : cdfPanel(x, y, p);
   });
@@ -289,7 +295,7 @@ export function renderChart(title: string, panels: Panel[], subtitle: string): s
 <svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="DejaVu Sans, sans-serif">
 <rect width="${W}" height="${height}" fill="white"/>
 <text x="30" y="32" font-size="22" font-weight="bold">${esc(title)}</text>
-${wrapAt(subtitle, SUBTITLE_CHARS).map((line, i) => `<text x="30" y="${56 + i * 15}" font-size="13" fill="#444">${esc(line)}</text>`).join('\n')}
+${subtitleLines.map((line, i) => `<text x="30" y="${56 + i * 15}" font-size="13" fill="#444">${esc(line)}</text>`).join('\n')}
 ${drawn.join('\n')}
 </svg>
 `;

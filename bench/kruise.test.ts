@@ -82,7 +82,7 @@ describe('the kruise part: targets', () => {
       rssAnonMiB: 1, rssFileMiB: 1, cgroupUsageMiB: 1, cpuMillicores: 1, kubeletWorkingSetMiB: null, rssSamplesMiB: [], workingSetSamplesMiB: [],
     });
     return {
-      method: '', measured: { commit: 'abc1234', at: '', kubernetes: 'v1.37.2', runtime: 'containerd 2.4.2' },
+      method: '',
       kruise: { version: 'v1.9.0', module: '', image: '', args: [], pod: '', restarts: 0, serving: [], duringWindow: { logLines: 0, logExcerpt: [], containerRecreateRequests: 0, nodeImages: 0, nodePodProbes: 0 } },
       benchPods: 100, podsStartSeconds: 60, podsOnNode: 104, windowSeconds: 60, everySeconds: 2,
       beforePods: { podsOnNode: 4, agent: memory(1, 1), kruiseDaemon: memory(1, 1) },

@@ -17,9 +17,12 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { clusterEnv, containerdSocketOf } from '../e2e/support/cluster.ts';
 import { NAMESPACE, ctr } from '../e2e/support/deploy.ts';
 import { kubectl } from '../e2e/support/kubectl.ts';
+import type { BarPanel } from './chart.ts';
 import type { Context } from './context.ts';
 import { SIDECAR_MARK, busybox, containerPid, createJob, createNamespace, deleteNamespace, jobBody, listPods, procStats, sleep, statusOf, waitUntil } from './context.ts';
 import { ApiError, pool } from './kube.ts';
+import type { PreviousStamps } from './stamps.ts';
+import { keptStamps } from './stamps.ts';
 import type { Sample } from './stats.ts';
 import { MB, parseMetrics, percentile } from './stats.ts';
 
@@ -144,6 +147,33 @@ export function kruiseTargets(k: KruiseResult | undefined): { what: string; targ
   ];
 }
 
+/**
+ * The chart's panel of this part (bench/run.ts puts it among the others): each container's working
+ * set, median and max, over the window and over the 10 s before the Pods, the target at
+ * kruise-daemon's median, labelled with the part's stamp. Results without the part draw "not measured".
+ */
+export function kruisePanel(r: { kruiseDaemon?: KruiseResult } & PreviousStamps, colors: { agent: string; kruiseDaemon: string }): BarPanel {
+  const k = r.kruiseDaemon;
+  const stamp = keptStamps(r).kruise;
+  const bars = (agent: MemorySummary, kruiseDaemon: MemorySummary) => [
+    { color: colors.agent, p50: agent.workingSetMiB.median, p99: agent.workingSetMiB.max },
+    { color: colors.kruiseDaemon, p50: kruiseDaemon.workingSetMiB.median, p99: kruiseDaemon.workingSetMiB.max },
+  ];
+  return {
+    title: `kruise: working set, the agent beside kruise-daemon${k ? ` ${k.kruise.version}` : ''}`,
+    xLabel: `MiB (cgroup v1), measured at ${stamp ? `${stamp.commit} (${stamp.kubernetes}, ${stamp.runtime})` : 'an unknown commit'}`,
+    legend: [{ label: 'agent', color: colors.agent }, { label: `kruise-daemon${k ? ` ${k.kruise.version}` : ''}`, color: colors.kruiseDaemon }],
+    measures: { solid: 'median', light: 'max' },
+    rows: k
+      ? [
+        { label: `${k.podsOnNode} Pods, ${k.windowSeconds} s idle`, bars: bars(k.agent, k.kruiseDaemon), targets: [{ at: k.kruiseDaemon.workingSetMiB.median, label: 'agent ≤ kruise-daemon (medians)' }] },
+        { label: `${k.beforePods.podsOnNode} Pods, before the ${k.benchPods}`, bars: bars(k.beforePods.agent, k.beforePods.kruiseDaemon) },
+      ]
+      : [],
+    empty: 'not measured: no kruise part in results.json',
+  };
+}
+
 // ---------------------------------------------------------------- the part
 
 export interface ProcessMemory extends MemorySummary {
@@ -160,8 +190,6 @@ export interface ProcessMemory extends MemorySummary {
 
 export interface KruiseResult {
   method: string;
-  /** Who measured it: the part's own stamp (bench/stamps.ts knows only the older parts). */
-  measured: { commit: string; at: string; kubernetes: string; runtime: string };
   kruise: {
     version: string;
     module: string;
@@ -342,7 +370,7 @@ async function sampleBoth(targets: readonly Target[], windowMs: number, everyMs:
 const runningOnNode = async (ctx: Context) =>
   (await ctx.kube.get<{ items: V1Pod[] }>(`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${ctx.nodeName},status.phase=Running`)}`)).items.length;
 
-export interface KruiseOptions { pods: number; windowSeconds: number; everySeconds: number; stamp: KruiseResult['measured'] }
+export interface KruiseOptions { pods: number; windowSeconds: number; everySeconds: number }
 
 export async function runKruise(ctx: Context, agents: readonly V1Pod[], o: KruiseOptions): Promise<KruiseResult> {
   if (ctx.nodes.length > 1) throw new Error('the kruise part runs on one node');
@@ -436,7 +464,6 @@ export async function runKruise(ctx: Context, agents: readonly V1Pod[], o: Kruis
         '/proc/<pid>/stat, working set = memory.usage_in_bytes − total_inactive_file of the container\'s memory cgroup (cgroup v1, ' +
         'the path from /proc/<pid>/cgroup), as kubelet computes it for eviction; kubelet\'s own container_memory_working_set_bytes ' +
         '(its /metrics/resource through the API server\'s node proxy) at the window\'s end beside it as a cross-check.',
-      measured: o.stamp,
       kruise: {
         version: built.version,
         module: `github.com/openkruise/kruise@${built.version}`,

@@ -28,13 +28,13 @@ import { leaderTarget, runScale } from './scale.ts';
 import type { PoliciesResult } from './policies.ts';
 import { runPolicies } from './policies.ts';
 import type { KruiseResult } from './kruise.ts';
-import { kruiseTargets, runKruise } from './kruise.ts';
+import { kruisePanel, kruiseTargets, runKruise } from './kruise.ts';
 import type { AgentTotals } from './nodes.ts';
 import { agentTotals } from './nodes.ts';
 import { deploy } from './setup.ts';
 import type { MemorySeries, SoakResult } from './soak.ts';
 import type { Part, PartStamp } from './stamps.ts';
-import { partStamps, stampsText } from './stamps.ts';
+import { keptStamps, partStamps, stampsText } from './stamps.ts';
 import { runSoak } from './soak.ts';
 import type { CensoredSummary, HistogramBounds, Summary } from './stats.ts';
 import { MB } from './stats.ts';
@@ -127,12 +127,10 @@ async function main(): Promise<void> {
 
   // First, while both daemons are fresh (kruise-daemon starts in the part): the agent before the
   // other parts' thousands of Jobs have passed through it.
-  const env = results.environment;
   results.kruiseDaemon = await attempt('kruise', () => runKruise(ctx, deployed.agents, {
     pods: num('BENCH_KRUISE_PODS', 100),
     windowSeconds: num('BENCH_KRUISE_WINDOW_SECONDS', 60),
     everySeconds: num('BENCH_KRUISE_EVERY_SECONDS', 2),
-    stamp: { commit: String(env.commit), at: results.generatedAt, kubernetes: String(env.kubernetes), runtime: String(env.runtime) },
   }));
 
   results.latency = await attempt('latency', () => runLatency(ctx, deployed.agents, num('BENCH_LATENCY_JOBS', 50), num('BENCH_LATENCY_BATCH', 10), true, num('BENCH_LATENCY_VARIANT_JOBS', 20)));
@@ -581,9 +579,10 @@ function printTable(r: Results): void {
     rows.push([`kruise: kruise-daemon ${k.kruise.version}, the same window (median / max)`, figures(k.kruiseDaemon), '', '']);
     const d = k.kruise.duringWindow;
     rows.push(['kruise: kruise-daemon during the window', `${d.logLines} log lines; ${d.containerRecreateRequests} CRRs, ${d.nodeImages} NodeImages, ${d.nodePodProbes} NodePodProbes of Kruise; ${k.kruise.restarts} restarts`, '', '']);
-    rows.push(['kruise: measured by', `${k.measured.commit} (${k.measured.kubernetes}, ${k.measured.runtime})`, '', '']);
+    const stamp = keptStamps(r).kruise;
+    rows.push(['kruise: measured by', stamp ? `${stamp.commit} (${stamp.kubernetes}, ${stamp.runtime})` : 'unknown', '', '']);
   }
-  if (r.measured) rows.push(['measured by', stampsText(r.measured), '', '']);
+  if (r.measured) rows.push(['measured by', stampsText(keptStamps(r)), '', '']);
   rows.push(['', '', '', '']);
   for (const t of r.targets) rows.push([t.what, t.value, t.target, t.met === null ? '-' : t.met ? 'met' : 'MISSED']);
   const widths = [0, 1, 2, 3].map((i) => Math.min(i === 1 ? 70 : 200, Math.max(...rows.map((row) => row[i]!.length))));
@@ -596,6 +595,7 @@ const COLORS = {
   // The same on several nodes: the one-node colour, lighter.
   aloneNodes: '#aec7e8', nativeAloneNodes: '#ff9896', burstNodes: '#c5b0d5', nativeNodes: '#ffbb78',
   burstLarge: '#637939', nativeLarge: '#bd9e39',
+  kruiseDaemon: '#e377c2',
 };
 
 function chart(r: Results, svgPath: string, pngPath: string): boolean {
@@ -683,8 +683,9 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
         targets: [{ at: 2000, label: 'target p99 ≤ 2 s' }],
       },
       ...(r.soak?.agent.window ? [soakPanel(r.soak)] : []),
+      kruisePanel(r, { agent: COLORS.alone, kruiseDaemon: COLORS.kruiseDaemon }),
     ],
-    `${String(r.environment.cpus)} CPUs; measured by: ${r.measured ? stampsText(r.measured) : `commit ${String(r.environment.commit)}`}`,
+    `${String(r.environment.cpus)} CPUs; measured by: ${r.measured ? stampsText(keptStamps(r)) : `commit ${String(r.environment.commit)}`}`,
   );
   return writeChart(svgPath, pngPath, svg);
 }

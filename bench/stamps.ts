@@ -1,8 +1,11 @@
 // Which commit, on which stack, measured each part of results.json: a run measures some parts and
 // keeps the others from the previous results, whose own stamps travel with them.
 
-/** latencyNodes, burstNodes and burstLargeNodes: parts 1 and 2 on a cluster of several nodes (a run of their own). */
-export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes', 'burstLargeNodes', 'policies'] as const;
+/**
+ * latencyNodes, burstNodes and burstLargeNodes: parts 1 and 2 on a cluster of several nodes (a run of their own);
+ * kruise: the agent beside kruise-daemon (results.json `kruiseDaemon`).
+ */
+export const PARTS = ['latency', 'burst', 'scale', 'soak', 'latencyNodes', 'burstNodes', 'burstLargeNodes', 'policies', 'kruise'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface PartStamp {
@@ -15,7 +18,7 @@ export interface PartStamp {
   nodes?: number;
 }
 
-/** What is read of the previous results.json. */
+/** What is read of a results.json. */
 export interface PreviousStamps {
   measured?: Partial<Record<Part, PartStamp>>;
   partsRun?: string[];
@@ -24,23 +27,35 @@ export interface PreviousStamps {
 }
 
 /**
- * Each part's stamp: `now` for the parts this run measured; for the others, the stamp they were
- * kept with, else (results from before per-part stamps) the previous run's own when it measured the
- * part. A part whose measuring run is unknown gets none rather than a wrong one.
+ * Who measured each part, as a results.json says: its `measured`; in results from before per-part
+ * stamps, the run's own for the parts it ran. A part whose measuring run is unknown gets none rather
+ * than a wrong one.
  */
-export function partStamps(partsRun: ReadonlySet<string>, now: PartStamp, previous: PreviousStamps | undefined): Partial<Record<Part, PartStamp>> {
+export function keptStamps(results: PreviousStamps): Partial<Record<Part, PartStamp>> {
   const stamps: Partial<Record<Part, PartStamp>> = {};
   for (const part of PARTS) {
-    if (partsRun.has(part)) stamps[part] = now;
-    else if (previous?.measured?.[part]) stamps[part] = previous.measured[part];
-    else if (previous && !previous.measured && previous.partsRun?.includes(part)) {
-      stamps[part] = {
-        commit: String(previous.environment?.commit),
-        at: previous.generatedAt ?? '?',
-        kubernetes: String(previous.environment?.kubernetes),
-        runtime: String(previous.environment?.runtime),
-      };
-    }
+    const stamp = results.measured?.[part]
+      ?? (!results.measured && results.partsRun?.includes(part) ? runStamp(results) : undefined);
+    if (stamp) stamps[part] = stamp;
+  }
+  return stamps;
+}
+
+/** The stamp of the run that wrote results from before per-part stamps. */
+const runStamp = (results: PreviousStamps): PartStamp => ({
+  commit: String(results.environment?.commit),
+  at: results.generatedAt ?? '?',
+  kubernetes: String(results.environment?.kubernetes),
+  runtime: String(results.environment?.runtime),
+});
+
+/** Each part's stamp: `now` for the parts this run measured; for the others, what the previous results say (keptStamps). */
+export function partStamps(partsRun: ReadonlySet<string>, now: PartStamp, previous: PreviousStamps | undefined): Partial<Record<Part, PartStamp>> {
+  const kept = previous ? keptStamps(previous) : {};
+  const stamps: Partial<Record<Part, PartStamp>> = {};
+  for (const part of PARTS) {
+    const stamp = partsRun.has(part) ? now : kept[part];
+    if (stamp) stamps[part] = stamp;
   }
   return stamps;
 }
