@@ -56,7 +56,7 @@ export async function runAgent(config: AgentConfig, discover: RuntimeDiscovery, 
 
   const cache = new NodeCache({ client, nodeName: config.nodeName, metrics, log });
   const creates = new UrgentWrites();
-  const events = new EventRecorder(client, 'sidecar-terminator-agent', log, config.nodeName, creates);
+  const events = new EventRecorder(client, 'sidecar-terminator-agent', log, { host: config.nodeName, urgent: creates });
   const reconciler = new Reconciler({
     nodeName: config.nodeName,
     client,

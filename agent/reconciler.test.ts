@@ -151,7 +151,7 @@ function harness(options: HarnessOptions = {}): Harness {
     stopSteps: counter('steps'), exitToStopSent: counter('exitToStopSent'),
   } as unknown as AgentMetrics;
   const pod = options.pod === undefined ? agentPod() : options.pod;
-  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, 'node-a');
+  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, { host: 'node-a' });
   const stoppedLogs: Record<string, unknown>[] = [];
   const log = {
     ...quiet,

@@ -103,7 +103,7 @@ function harness(o: HarnessOptions = {}) {
   const runtimes = new DiscoveredRuntimes([runtime]);
   /** The request bodies the fast path sent: the controller's are the same (decide, same name). */
   const sent: ContainerRecreateRequest[] = [];
-  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, NODE);
+  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', quiet, { host: NODE });
   const metrics = createAgentMetrics();
   /** The Pods the Reconciler was asked to look at, in order. */
   const queued: string[] = [];

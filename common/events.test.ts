@@ -5,7 +5,7 @@
 // hold back while an urgent write (the agent's create) is in flight.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventRecorder } from './events.ts';
+import { EventRecorder, MAX_WAITING_EVENTS } from './events.ts';
 import { FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { resourcePath } from './kube/paths.ts';
 import type { Logger } from './log.ts';
@@ -26,11 +26,11 @@ interface Event {
   count: number;
 }
 
-function recorder(host?: string) {
+function recorder(host?: string, maxWaiting?: number) {
   const api = new FakeKubeApi();
   const warnings: { message: string; meta: Record<string, unknown> }[] = [];
   const log = { warn: (message: string, meta: Record<string, unknown>) => warnings.push({ message, meta }) } as unknown as Logger;
-  const events = new EventRecorder(api, 'sidecar-terminator-agent', log, host);
+  const events = new EventRecorder(api, 'sidecar-terminator-agent', log, { host, maxWaiting });
   return { api, events, warnings, stored: () => api.list<Event>(EVENTS) };
 }
 
@@ -96,18 +96,22 @@ describe('EventRecorder', () => {
     assert.deepEqual(h.api.calls.map((c) => (c.body as Event).reason), Array.from({ length: 10 }, (_, i) => `R${i}`));
   });
 
-  it('R48: keeps at most 1,000 waiting: the rest are dropped, with a warning every 100', async () => {
-    const h = recorder();
-    const hold = holdCreates(h.api);
-    for (let i = 0; i < 1_250; i++) h.events.emit(POD, { type: 'Normal', reason: 'R', message: String(i) });
-    // Four went out at once; 1,000 wait; 246 were dropped.
-    hold.release();
-    await h.events.flushed();
-    assert.equal(h.stored().length, 1_004);
-    assert.deepEqual(h.warnings.map((w) => [w.message, w.meta.dropped]), [
-      ['events backlog full, dropping events', 1], ['events backlog full, dropping events', 101], ['events backlog full, dropping events', 201],
-    ]);
-  });
+  // The controller keeps more waiting (crr/main.ts CONTROLLER_EVENTS_WAITING): a wave's worth.
+  for (const maxWaiting of [undefined, 1_100]) {
+    const kept = maxWaiting ?? MAX_WAITING_EVENTS;
+    it(`R48: keeps at most ${kept} waiting (maxWaiting ${String(maxWaiting)}): the rest are dropped, with a warning every 100`, async () => {
+      const h = recorder(undefined, maxWaiting);
+      const hold = holdCreates(h.api);
+      for (let i = 0; i < kept + 250; i++) h.events.emit(POD, { type: 'Normal', reason: 'R', message: String(i) });
+      // Four went out at once; `kept` wait; 246 were dropped.
+      hold.release();
+      await h.events.flushed();
+      assert.equal(h.stored().length, kept + 4);
+      assert.deepEqual(h.warnings.map((w) => [w.message, w.meta.dropped]), [
+        ['events backlog full, dropping events', 1], ['events backlog full, dropping events', 101], ['events backlog full, dropping events', 201],
+      ]);
+    });
+  }
 
   for (const [name, fault] of [['403', 403], ['429', 429], ['500', 500], ['no answer', networkError()]] as const) {
     it(`an Event the API server does not take (${name}) is logged, never thrown; the next ones go out`, async () => {
@@ -133,7 +137,7 @@ describe('EventRecorder: urgent writes first', () => {
     const api = new FakeKubeApi();
     const log = { warn: () => {} } as unknown as Logger;
     const urgent = new UrgentWrites();
-    const events = new EventRecorder(api, 'sidecar-terminator-agent', log, 'node-a', urgent);
+    const events = new EventRecorder(api, 'sidecar-terminator-agent', log, { host: 'node-a', urgent });
     let finish!: () => void;
     const writing = urgent.run(() => new Promise<void>((resolve) => (finish = resolve)));
     events.emit(POD, { type: 'Normal', reason: 'Killing', message: 'one' });
@@ -150,7 +154,7 @@ describe('EventRecorder: urgent writes first', () => {
   it('an urgent write that fails still releases the events', async () => {
     const api = new FakeKubeApi();
     const urgent = new UrgentWrites();
-    const events = new EventRecorder(api, 'sidecar-terminator-agent', { warn: () => {} } as unknown as Logger, undefined, urgent);
+    const events = new EventRecorder(api, 'sidecar-terminator-agent', { warn: () => {} } as unknown as Logger, { urgent });
     const failing = urgent.run(() => Promise.reject(new Error('HTTP 500')));
     events.emit(POD, { type: 'Normal', reason: 'Killing', message: 'after' });
     await assert.rejects(failing, /HTTP 500/);

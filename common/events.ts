@@ -32,8 +32,17 @@ interface EventBody {
 export type EventsClient = Pick<KubeApi, 'create'>;
 
 const IN_FLIGHT = 4;
-/** Past this many waiting, new events are dropped (and counted in the log) rather than kept in memory. */
-const MAX_WAITING = 1000;
+/** Past this many waiting (by default), new events are dropped (and counted in the log) rather than kept in memory. */
+export const MAX_WAITING_EVENTS = 1000;
+
+export interface EventRecorderOptions {
+  /** The node, for the events' source. */
+  host?: string;
+  /** Events hold back while any of these writes is in flight. */
+  urgent?: UrgentWrites;
+  /** How many events may wait (default MAX_WAITING_EVENTS). */
+  maxWaiting?: number;
+}
 
 export class EventRecorder {
   private readonly client: EventsClient;
@@ -45,21 +54,22 @@ export class EventRecorder {
   private dropped = 0;
   private idle: (() => void)[] = [];
   private readonly urgent: UrgentWrites | undefined;
+  private readonly maxWaiting: number;
   /** Waiting for the urgent writes in flight to end. */
   private holding = false;
 
-  /** `urgent`: events hold back while any of these writes is in flight. */
-  constructor(client: EventsClient, component: string, log: Logger, host?: string, urgent?: UrgentWrites) {
+  constructor(client: EventsClient, component: string, log: Logger, options: EventRecorderOptions = {}) {
     this.client = client;
     this.component = component;
     this.log = log;
-    this.host = host;
-    this.urgent = urgent;
+    this.host = options.host;
+    this.urgent = options.urgent;
+    this.maxWaiting = options.maxWaiting ?? MAX_WAITING_EVENTS;
   }
 
   /** Queues the event; a failure to record it is logged, never thrown. */
   emit(pod: PodRef, event: PodEvent): void {
-    if (this.waiting.length >= MAX_WAITING) {
+    if (this.waiting.length >= this.maxWaiting) {
       if (this.dropped++ % 100 === 0) this.log.warn('events backlog full, dropping events', { dropped: this.dropped, reason: event.reason });
       return;
     }

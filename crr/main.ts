@@ -15,6 +15,7 @@ import { LeaderElector } from '../common/leader.ts';
 import type { Logger } from '../common/log.ts';
 import { createLogger, errorMessage } from '../common/log.ts';
 import { WorkQueue } from '../common/queue.ts';
+import { UrgentWrites } from '../common/urgent-writes.ts';
 import { namespacedKey } from '../common/informer.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -25,6 +26,9 @@ import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
 import { POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
+
+/** The controller's events that may wait to be sent: a wave's worth, about 20 MiB at most. */
+export const CONTROLLER_EVENTS_WAITING = 10_000;
 
 export interface RunningController {
   stop(): Promise<void>;
@@ -104,7 +108,10 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
   });
 
-  const events = new EventRecorder(client, 'sidecar-terminator', log);
+  // The Pods' events wait for the request creates, and as many wait as a wave of finishing Jobs
+  // brings (about 2 KiB each): at the default 1,000, a wave of 5,000 lost most of its events.
+  const creates = new UrgentWrites();
+  const events = new EventRecorder(client, 'sidecar-terminator', log, { urgent: creates, maxWaiting: CONTROLLER_EVENTS_WAITING });
   const requestsController = new RequestsController({
     client, log, events, now: () => apiClock.now(),
     cachedRequest: (namespace, name) => cache.request(namespace, name),
@@ -117,6 +124,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     withPolicies: (pod) => cache.policies.apply(pod),
     nodeKind: (name) => nodes.kindOf(name),
     events,
+    creates,
     options: {
       ...DEFAULT_OPTIONS,
       activeDeadlineSeconds: config.requestDeadlineSeconds,

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EventRecorder } from '../common/events.ts';
+import { UrgentWrites } from '../common/urgent-writes.ts';
 import { isConflict } from '../common/kube/errors.ts';
 import { apiError, FakeKubeApi, networkError } from '../test/support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
@@ -43,7 +44,8 @@ function harness(o: HarnessOptions = {}) {
   api.set(POD, o.pod ?? makePod({ containers: [main('app', exited(0)), sidecar('proxy')] }));
   /** What the watches hold: what the API has now, unless a test pins a stale copy. */
   const cache: { pod?: PodProjection; requests?: ContainerRecreateRequest[] } = {};
-  const recorder = new EventRecorder(api, 'sidecar-terminator', log);
+  const urgent = new UrgentWrites();
+  const recorder = new EventRecorder(api, 'sidecar-terminator', log, { urgent });
   const controller = new SidecarController({
     client: api,
     cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
@@ -52,6 +54,7 @@ function harness(o: HarnessOptions = {}) {
     withPolicies: (pod) => applyPolicies(pod, {}, o.policies ?? []),
     nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
+    creates: urgent,
     metrics,
     options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: o.agentlessSwapImages ?? [] },
     log,
@@ -63,7 +66,7 @@ function harness(o: HarnessOptions = {}) {
   };
   const reasons = async () => (await events()).map((e) => `${e.type} ${e.reason}`);
   const creates = () => api.calls.filter((c) => c.method === 'create' && c.path === REQUESTS);
-  return { api, controller, cache, events, reasons, creates };
+  return { api, controller, cache, events, reasons, creates, recorder };
 }
 
 describe('isRejection (R17)', () => {
@@ -109,6 +112,20 @@ describe('SidecarController: creating a request', () => {
     assert.deepEqual(h.api.lines({ method: 'create', path: REQUESTS }), [`POST ${REQUESTS} 201`]);
     assert.deepEqual(h.api.list<ContainerRecreateRequest>(REQUESTS).map((r) => r.metadata.name), [requestName(UID, 1)]);
     assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`]);
+  });
+
+  it('a request create goes before the events: one waiting is sent only once the create returned', async () => {
+    const h = harness();
+    let createReturns!: () => void;
+    h.api.inject({ method: 'create', path: REQUESTS }, () => new Promise<void>((resolve) => (createReturns = resolve)));
+    const reconciling = h.controller.reconcile(KEY);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.recorder.emit({ namespace: 'ns', name: 'other-pod', uid: 'u2' }, { type: 'Normal', reason: 'Earlier', message: 'of another Pod' });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(h.api.calls.filter((c) => c.path.endsWith('/events')), [], 'an event went out while the create was in flight');
+    createReturns();
+    await reconciling;
+    assert.deepEqual((await h.reasons()).sort(), ['Normal Earlier', `Normal ${EVENT_REASONS.stopping}`]);
   });
 
   it('R17: the name is taken (409: the agent was first, not yet in the watch): treated as created elsewhere, no event, looked at again soon', async () => {

@@ -7,6 +7,7 @@ import type { KubeApi } from '../common/kube/api.ts';
 import { createIfAbsent, isNotFound } from '../common/kube/errors.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { EventRecorder } from '../common/events.ts';
+import type { UrgentWrites } from '../common/urgent-writes.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
@@ -63,6 +64,8 @@ export interface SidecarControllerDeps {
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
   nodeKind: (nodeName: string) => Promise<NodeKind>;
   events: EventRecorder;
+  /** The request creates: the events hold back while any is in flight (a wave's creates go first). */
+  creates: UrgentWrites;
   metrics: ControllerMetrics;
   options: SidecarTerminatorOptions;
   log: Logger;
@@ -168,7 +171,7 @@ export class SidecarController {
 
   private async createRequest(request: ContainerRecreateRequest): Promise<CreateOutcome> {
     try {
-      const created = await createIfAbsent(this.deps.client, requestPath(request.metadata.namespace), request);
+      const created = await this.deps.creates.run(() => createIfAbsent(this.deps.client, requestPath(request.metadata.namespace), request));
       return { kind: created ? 'created' : 'exists' };
     } catch (err) {
       if (isRejection(statusCode(err))) return { kind: 'rejected', message: errorMessage(err) };

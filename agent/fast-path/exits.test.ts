@@ -66,7 +66,7 @@ function harness(o: HarnessOptions = {}) {
     podContainers: () => o.podContainers ?? [],
   });
   const metrics = createAgentMetrics();
-  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, NODE);
+  const recorder = new EventRecorder(api, 'sidecar-terminator-agent', log, { host: NODE });
   const exits = new ExitHandler({
     nodeName: NODE,
     cache: {

@@ -63,7 +63,7 @@ function harness(confined: boolean) {
     handOff: (handoff) => {
       handedOver.push(handoff);
     },
-    events: new EventRecorder(api, 'sidecar-terminator-agent', log, NODE),
+    events: new EventRecorder(api, 'sidecar-terminator-agent', log, { host: NODE }),
     metrics: createAgentMetrics(),
     log,
     workers: 2,
