@@ -8,19 +8,25 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
+/** One worker, held by the key 'busy' until `gate` resolves; `seen` is the keys in the order run. */
+function heldQueue() {
+  const seen: string[] = [];
+  const gate = deferred();
+  const q = new WorkQueue({
+    workers: 1,
+    handler: async (k) => {
+      seen.push(k);
+      if (k === 'busy') await gate.promise;
+    },
+    onError: () => {},
+  });
+  q.add('busy');
+  return { q, seen, gate };
+}
+
 describe('WorkQueue', () => {
   it('deduplicates a key queued twice while it waits', async () => {
-    const seen: string[] = [];
-    const gate = deferred();
-    const q = new WorkQueue({
-      workers: 1,
-      handler: async (k) => {
-        seen.push(k);
-        if (k === 'busy') await gate.promise;
-      },
-      onError: () => {},
-    });
-    q.add('busy');
+    const { q, seen, gate } = heldQueue();
     q.add('a');
     q.add('a');
     q.add('b');
@@ -40,17 +46,7 @@ describe('WorkQueue', () => {
   ];
   for (const c of resyncCases) {
     it(`resync: ${c.what}`, async () => {
-      const seen: string[] = [];
-      const gate = deferred();
-      const q = new WorkQueue({
-        workers: 1,
-        handler: async (k) => {
-          seen.push(k);
-          if (k === 'busy') await gate.promise;
-        },
-        onError: () => {},
-      });
-      q.add('busy');
+      const { q, seen, gate } = heldQueue();
       c.steps(q);
       assert.equal(q.state().depth, c.depth);
       gate.resolve();
