@@ -22,7 +22,6 @@ import type { Context } from './context.ts';
 import { SIDECAR_MARK, busybox, containerPid, createJob, createNamespace, deleteNamespace, jobBody, listPods, procStats, sleep, statusOf, waitUntil } from './context.ts';
 import { ApiError, pool } from './kube.ts';
 import type { PreviousStamps } from './stamps.ts';
-import { keptStamps } from './stamps.ts';
 import type { Sample } from './stats.ts';
 import { MB, parseMetrics, percentile } from './stats.ts';
 
@@ -154,7 +153,7 @@ export function kruiseTargets(k: KruiseResult | undefined): { what: string; targ
  */
 export function kruisePanel(r: { kruiseDaemon?: KruiseResult } & PreviousStamps, colors: { agent: string; kruiseDaemon: string }): BarPanel {
   const k = r.kruiseDaemon;
-  const stamp = keptStamps(r).kruise;
+  const stamp = r.measured?.kruise;
   const bars = (agent: MemorySummary, kruiseDaemon: MemorySummary) => [
     { color: colors.agent, p50: agent.workingSetMiB.median, p99: agent.workingSetMiB.max },
     { color: colors.kruiseDaemon, p50: kruiseDaemon.workingSetMiB.median, p99: kruiseDaemon.workingSetMiB.max },

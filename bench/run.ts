@@ -34,7 +34,7 @@ import { agentTotals } from './nodes.ts';
 import { deploy } from './setup.ts';
 import type { MemorySeries, SoakResult } from './soak.ts';
 import type { Part, PartStamp } from './stamps.ts';
-import { keptStamps, partStamps, stampsText } from './stamps.ts';
+import { partStamps, stampsText } from './stamps.ts';
 import { runSoak } from './soak.ts';
 import type { CensoredSummary, HistogramBounds, Summary } from './stats.ts';
 import { MB } from './stats.ts';
@@ -579,10 +579,10 @@ function printTable(r: Results): void {
     rows.push([`kruise: kruise-daemon ${k.kruise.version}, the same window (median / max)`, figures(k.kruiseDaemon), '', '']);
     const d = k.kruise.duringWindow;
     rows.push(['kruise: kruise-daemon during the window', `${d.logLines} log lines; ${d.containerRecreateRequests} CRRs, ${d.nodeImages} NodeImages, ${d.nodePodProbes} NodePodProbes of Kruise; ${k.kruise.restarts} restarts`, '', '']);
-    const stamp = keptStamps(r).kruise;
+    const stamp = r.measured?.kruise;
     rows.push(['kruise: measured by', stamp ? `${stamp.commit} (${stamp.kubernetes}, ${stamp.runtime})` : 'unknown', '', '']);
   }
-  if (r.measured) rows.push(['measured by', stampsText(keptStamps(r)), '', '']);
+  if (r.measured) rows.push(['measured by', stampsText(r.measured), '', '']);
   rows.push(['', '', '', '']);
   for (const t of r.targets) rows.push([t.what, t.value, t.target, t.met === null ? '-' : t.met ? 'met' : 'MISSED']);
   const widths = [0, 1, 2, 3].map((i) => Math.min(i === 1 ? 70 : 200, Math.max(...rows.map((row) => row[i]!.length))));
@@ -685,7 +685,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
       ...(r.soak?.agent.window ? [soakPanel(r.soak)] : []),
       kruisePanel(r, { agent: COLORS.alone, kruiseDaemon: COLORS.kruiseDaemon }),
     ],
-    `${String(r.environment.cpus)} CPUs; measured by: ${r.measured ? stampsText(keptStamps(r)) : `commit ${String(r.environment.commit)}`}`,
+    `${String(r.environment.cpus)} CPUs; measured by: ${r.measured ? stampsText(r.measured) : `commit ${String(r.environment.commit)}`}`,
   );
   return writeChart(svgPath, pngPath, svg);
 }

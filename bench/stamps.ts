@@ -18,7 +18,7 @@ export interface PartStamp {
   nodes?: number;
 }
 
-/** What is read of a results.json. */
+/** What is read of the previous results.json. */
 export interface PreviousStamps {
   measured?: Partial<Record<Part, PartStamp>>;
   partsRun?: string[];
@@ -27,35 +27,23 @@ export interface PreviousStamps {
 }
 
 /**
- * Who measured each part, as a results.json says: its `measured`; in results from before per-part
- * stamps, the run's own for the parts it ran. A part whose measuring run is unknown gets none rather
- * than a wrong one.
+ * Each part's stamp: `now` for the parts this run measured; for the others, the stamp they were
+ * kept with, else (results from before per-part stamps) the previous run's own when it measured the
+ * part. A part whose measuring run is unknown gets none rather than a wrong one.
  */
-export function keptStamps(results: PreviousStamps): Partial<Record<Part, PartStamp>> {
-  const stamps: Partial<Record<Part, PartStamp>> = {};
-  for (const part of PARTS) {
-    const stamp = results.measured?.[part]
-      ?? (!results.measured && results.partsRun?.includes(part) ? runStamp(results) : undefined);
-    if (stamp) stamps[part] = stamp;
-  }
-  return stamps;
-}
-
-/** The stamp of the run that wrote results from before per-part stamps. */
-const runStamp = (results: PreviousStamps): PartStamp => ({
-  commit: String(results.environment?.commit),
-  at: results.generatedAt ?? '?',
-  kubernetes: String(results.environment?.kubernetes),
-  runtime: String(results.environment?.runtime),
-});
-
-/** Each part's stamp: `now` for the parts this run measured; for the others, what the previous results say (keptStamps). */
 export function partStamps(partsRun: ReadonlySet<string>, now: PartStamp, previous: PreviousStamps | undefined): Partial<Record<Part, PartStamp>> {
-  const kept = previous ? keptStamps(previous) : {};
   const stamps: Partial<Record<Part, PartStamp>> = {};
   for (const part of PARTS) {
-    const stamp = partsRun.has(part) ? now : kept[part];
-    if (stamp) stamps[part] = stamp;
+    if (partsRun.has(part)) stamps[part] = now;
+    else if (previous?.measured?.[part]) stamps[part] = previous.measured[part];
+    else if (previous && !previous.measured && previous.partsRun?.includes(part)) {
+      stamps[part] = {
+        commit: String(previous.environment?.commit),
+        at: previous.generatedAt ?? '?',
+        kubernetes: String(previous.environment?.kubernetes),
+        runtime: String(previous.environment?.runtime),
+      };
+    }
   }
   return stamps;
 }

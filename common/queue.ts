@@ -1,9 +1,10 @@
 // A keyed work queue in the manner of client-go's: a key is queued at most once, never processed by
 // two workers at once, re-run if it was added while being processed, and retried with backoff
 // when its handler fails. Keys a periodic resync adds wait behind every other key, so a pass over
-// thousands of objects never delays the one that just changed. A handler may give its worker back before it settles (`release`), when
-// what is left of its work must not hold up other keys; its key stays busy until it settles. It tells
-// an observer what client-go's work queues tell their metrics (common/queue-metrics.ts).
+// thousands of objects never delays the one that just changed. A handler may give its worker back
+// before it settles (`release`), when what is left of its work must not hold up other keys; its key
+// stays busy until it settles. It tells an observer what client-go's work queues tell their
+// metrics (common/queue-metrics.ts).
 import type { Clock } from './clock.ts';
 import { now } from './clock.ts';
 
@@ -119,7 +120,8 @@ export class WorkQueue {
    * waiting or being processed already is left as it is: that run looks at it anyway.
    */
   addForResync(key: string): void {
-    if (this.stopped || this.pending.has(key) || this.dirty.has(key) || this.active.has(key)) return;
+    // A key re-added while it runs (`dirty`) is active too.
+    if (this.stopped || this.pending.has(key) || this.active.has(key)) return;
     this.observer?.added();
     this.pending.set(key, { at: this.options.now(), resync: true });
     this.resyncOrder.push(key);

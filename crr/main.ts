@@ -108,8 +108,8 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
   });
 
-  // The Pods' events wait for the request creates, and as many wait as a wave of finishing Jobs
-  // brings (about 2 KiB each): at the default 1,000, a wave of 5,000 lost most of its events.
+  // The Pods' events wait for the request creates: at the default cap of 1,000 waiting, a wave of
+  // 5,000 finishing Jobs lost most of its events.
   const creates = new UrgentWrites();
   const events = new EventRecorder(client, 'sidecar-terminator', log, { urgent: creates, maxWaiting: CONTROLLER_EVENTS_WAITING });
   const requestsController = new RequestsController({
