@@ -52,6 +52,8 @@ check_go_tool() {
 }
 
 # Each name@version of the lock file, asked of the registry (its version document: 404 once unpublished).
+# A request that fails at the network is retried, then named with HTTP 000: an exit code of curl's
+# alone once ended this check with no word of which package.
 check_npm() {
   local registry missing
   registry=$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
@@ -62,7 +64,9 @@ check_npm() {
       if (path && !p.link) seen.add(`${path.slice(path.lastIndexOf("node_modules/") + 13)}/${p.version}`);
     }
     console.log([...seen].join("\n"));' "$repo/package-lock.json" |
-    xargs -P 16 -I{} curl -s -o /dev/null -w '%{http_code} {}\n' "${registry%/}/{}" | awk '$1 != 200 { print $2 " (HTTP " $1 ")" }')
+    { xargs -P 16 -I{} curl -s --retry 4 --retry-all-errors --max-time 60 -o /dev/null \
+        -w '%{http_code} {}\n' "${registry%/}/{}" || true; } |
+    awk '$1 != 200 { print $2 " (HTTP " $1 ")" }')
   [ -z "$missing" ] || { echo "check-sources: the npm registry serves no $(echo $missing)" >&2; return 1; }
 }
 
