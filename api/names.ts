@@ -20,6 +20,8 @@ export const ANNOTATION_STOP_LAST = 'sidecar-terminator.dev/stop-last';
 export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
 /** Kubelet's Pod condition while it starts every container of the Pod over in place (a RestartAllContainers rule). */
 export const CONDITION_ALL_CONTAINERS_RESTARTING = 'AllContainersRestarting';
+/** Kubelet's mark on a static Pod's mirror. */
+export const ANNOTATION_MIRROR_POD = 'kubernetes.io/config.mirror';
 
 /** Node label that marks a virtual node (virtual-kubelet). */
 export const VIRTUAL_NODE_LABEL_KEY = 'type';

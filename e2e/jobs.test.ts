@@ -3,6 +3,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
@@ -22,6 +24,14 @@ const runJob = (name: string, spec: JobSpec) => jobs.runJob(namespace, name, spe
 const finishedJob = (name: string, timeoutMs?: number) => jobs.finishedJob(namespace, name, timeoutMs);
 const onlyPod = (job: string) => jobs.onlyPod(namespace, job);
 const timeline = (...args: Parameters<typeof jobs.timeline>) => console.log(`# ${jobs.timeline(...args)}`);
+
+/** Kubelet's "Pod attempted illegal phase transition" lines naming the Pod: it moved off a phase in the API. */
+function illegalTransitions(pod: V1Pod): string[] {
+  const { logsDir } = clusterEnv();
+  const logs = readdirSync(logsDir).filter((f) => /^kubelet.*\.log$/.test(f));
+  return logs.flatMap((f) => readFileSync(join(logsDir, f), 'utf8').split('\n'))
+    .filter((line) => line.includes('illegal phase transition') && line.includes(pod.metadata!.name!));
+}
 
 function terminated(pod: V1Pod, name: string): { exitCode?: number; reason?: string } {
   const t = containerStatus(pod, name)?.state?.terminated;
@@ -49,6 +59,31 @@ describe('Job sidecar termination on the local cluster', () => {
     const ev = await podEvents(pod);
     assert.ok(ev.some((e) => e.startsWith('Normal') && e.includes('"proxy"') && e.includes(request!.metadata.name!)), ev.join('\n'));
     assert.ok(ev.some((e) => e.startsWith('Normal Killing')), ev.join('\n'));
+  });
+
+  it('R56: the phase kubelet settled is written at its report of the last exit, and kubelet keeps it', async () => {
+    const names = [1, 2, 3, 4, 5].map((i) => `settled-${i}`);
+    await Promise.all(names.map((name) => runJob(name, { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] })));
+    const finished = [];
+    for (const name of names) finished.push({ name, ...(await finishedJob(name)), pod: await onlyPod(name) });
+    // Kubelet's own syncs of the terminal Pods come after: give them time to move a phase, if they would.
+    await sleep(10_000);
+    let written = 0;
+    for (const { name, job, type } of finished) {
+      const pod = await onlyPod(name);
+      const condition = pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED);
+      timeline(`R56 ${name} (${condition?.reason ?? 'phase by kubelet'})`, job, pod, 'main', 'proxy');
+      assert.equal(type, 'Complete');
+      assert.equal(pod.status?.phase, 'Succeeded');
+      assert.equal(job.status?.failed ?? 0, 0);
+      assert.deepEqual(illegalTransitions(pod), []);
+      if (condition) {
+        assert.equal(condition.reason, 'AllContainersSucceeded');
+        written++;
+      }
+    }
+    // Kubelet reports the exits a second or more before its own phase write: ours comes first.
+    assert.ok(written > 0, 'no Pod got its phase from the controller');
   });
 
   it('Never, main exits 1: sidecar released, Job Failed', async () => {

@@ -38,8 +38,8 @@ describe('R6–R7: Pods that are not handled', () => {
       reason: 'noSidecar',
     },
     {
-      name: 'every sidecar terminated',
-      pod: { containers: [main('app', exited(0)), sidecar('a', exited(0)), sidecar('b', exited(0))] },
+      name: 'every sidecar terminated, one exited 143 (all exited 0: R56)',
+      pod: { containers: [main('app', exited(0)), sidecar('a', exited(0)), sidecar('b', exited(143))] },
       reason: 'noRunningSidecar',
     },
     {

@@ -18,7 +18,7 @@ import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
 import { mainsDone, statusesComplete } from './main-done.ts';
 import { imageAllowed } from './image-reference.ts';
-import { allMainsSucceeded, phasePatch } from './phase.ts';
+import { allMainsSucceeded, phasePatch, settledPhasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
 import { unmarkedHolders, unmarkedHoldersWarning } from './unmarked-sidecars.ts';
 import type { ExistingRequest, ExistingRequestContainer, SidecarTerminatorOptions } from './requests.ts';
@@ -97,7 +97,7 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {
     const failed = sidecarFailedPodWarnings(pod, classification, node);
-    const ended = node === 'real' ? undefined : ignoredExitsEnd(pod, classification, context, [...events, ...failed]);
+    const ended = node === 'real' ? settledPhasePatch(pod, context.nowMs, [...events, ...failed]) : ignoredExitsEnd(pod, classification, context, [...events, ...failed]);
     if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', [...events, ...failed]);
   }

@@ -96,7 +96,7 @@ export interface SwapImages extends DecisionBase {
   swaps: ImageSwap[];
 }
 
-export type PhasePatchCause = 'ignoreExitCode' | 'restartLoop' | 'sidecarNotStarted';
+export type PhasePatchCause = 'ignoreExitCode' | 'restartLoop' | 'sidecarNotStarted' | 'allSucceeded';
 
 export interface PodConditionPatch {
   type: string;

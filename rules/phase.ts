@@ -4,7 +4,7 @@ import { classify } from './classify.ts';
 import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import type { NotHandled, PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
-import { mainsDone, mainsSucceeded } from './main-done.ts';
+import { mainsDone, mainsSucceeded, statusesComplete } from './main-done.ts';
 import type { PodProjection } from './projection.ts';
 
 /**
@@ -25,6 +25,7 @@ const CONDITION_REASONS: Record<PhasePatchCause, string> = {
   ignoreExitCode: 'IgnoredSidecarExitCode',
   restartLoop: 'SidecarRestartLoop',
   sidecarNotStarted: 'SidecarNotStarted',
+  allSucceeded: 'AllContainersSucceeded',
 };
 
 export interface PhasePatchRequest {
@@ -32,7 +33,8 @@ export interface PhasePatchRequest {
   wanted: TerminalPhase;
   /** Texts built from the phase actually set, which the guard may have lowered to Failed. */
   conditionMessage: (phase: TerminalPhase) => string;
-  event: (phase: TerminalPhase) => DecisionEvent;
+  /** None where the condition alone records it (R56: one more write per Pod would buy nothing). */
+  event?: (phase: TerminalPhase) => DecisionEvent;
   nowMs: number;
   /** Warnings gathered before (classification, ...). */
   events: DecisionEvent[];
@@ -57,7 +59,37 @@ export function phasePatch(pod: PodProjection, request: PhasePatchRequest): Patc
     phase,
     condition,
     statusPatch: { status: { phase, conditions: [condition] } },
-    events: [...request.events, request.event(phase)],
+    events: [...request.events, ...(request.event ? [request.event(phase)] : [])],
     message: `set phase ${phase} (${request.cause})`,
   };
+}
+
+/**
+ * R56: the phase kubelet has settled and not yet written. Kubelet reports every container
+ * terminated as soon as it sees the last exit, but writes the terminal phase only once it has torn
+ * the Pod's sandbox down, a second or more later, and the Job waits for that write. From kubelet's
+ * own report (never the runtime's or a request's: kubelet could still send a status computed before
+ * an exit it had not seen, and write over ours), when every container and init container is done
+ * and exited 0, its getPhase gives `Succeeded` on every supported release, and once the API shows a
+ * terminal phase kubelet keeps it. Left to kubelet: `Failed` (only kubelet's own transition adds
+ * the DisruptionTarget condition a Job's podFailurePolicy reads), a Pod with activeDeadlineSeconds
+ * (kubelet may fail it at the deadline) and a static Pod's mirror (kubelet gives it no phase).
+ */
+export function settledSucceeded(pod: PodProjection): boolean {
+  if (pod.phase !== 'Running' || pod.deleting || pod.activeDeadline || pod.mirror || !pod.initContainersDone) return false;
+  if (pod.restartPolicy !== 'Never' && pod.restartPolicy !== 'OnFailure') return false;
+  return statusesComplete(pod) && mainsSucceeded(pod, pod.containers.map((c) => c.name));
+}
+
+/** R56's patch: `Succeeded` with the condition, no event, while kubelet has settled it. */
+export function settledPhasePatch(pod: PodProjection, nowMs: number, events: DecisionEvent[]): PatchPhase | undefined {
+  if (!settledSucceeded(pod)) return undefined;
+  const patch = phasePatch(pod, {
+    cause: 'allSucceeded',
+    wanted: 'Succeeded',
+    conditionMessage: () => 'Every container exited 0 as kubelet reports; the phase kubelet settled is written without waiting for its own write.',
+    nowMs,
+    events,
+  });
+  return patch.kind === 'patchPhase' ? patch : undefined;
 }

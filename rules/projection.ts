@@ -2,6 +2,7 @@
 import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
+  ANNOTATION_MIRROR_POD,
   ANNOTATION_SIDECARS,
   ANNOTATION_STOP_LAST,
   CONDITION_ALL_CONTAINERS_RESTARTING,
@@ -100,6 +101,15 @@ export interface PodProjection {
   mayRestartAll: boolean;
   /** An init container's current exit matches such a rule: kubelet starts the Pod over. */
   initContainerRestartsAll: boolean;
+  /**
+   * Every init container's current state is terminated, as kubelet's phase wants them: a
+   * run-to-completion one with exit code 0, a restartable one (a native sidecar) with any code.
+   */
+  initContainersDone: boolean;
+  /** spec.activeDeadlineSeconds is set: kubelet fails the Pod at that deadline. */
+  activeDeadline: boolean;
+  /** A static Pod's mirror: kubelet gives those no terminal phase. */
+  mirror: boolean;
   /** Our SidecarTerminated condition, if present. */
   sidecarTerminated?: { status: string; reason?: string; message?: string };
 }
@@ -162,6 +172,9 @@ export function projectPod(pod: V1Pod): PodProjection {
     allContainersRestarting: status?.conditions?.some((c) => c.type === CONDITION_ALL_CONTAINERS_RESTARTING && c.status === 'True') ?? false,
     mayRestartAll: [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => restartRulesOf(c).some((r) => r.action === RESTART_ALL)),
     initContainerRestartsAll: initContainerRestartsAll(spec?.initContainers ?? [], status?.initContainerStatuses ?? []),
+    initContainersDone: initContainersDone(spec?.initContainers ?? [], status?.initContainerStatuses ?? []),
+    activeDeadline: spec?.activeDeadlineSeconds != null,
+    mirror: meta.annotations?.[ANNOTATION_MIRROR_POD] !== undefined,
     sidecarTerminated: condition && {
       status: condition.status,
       reason: condition.reason,
@@ -256,6 +269,14 @@ function initContainerRestartsAll(inits: readonly V1Container[], statuses: reado
     const exitCode = statuses.find((s) => s.name === c.name)?.state?.terminated?.exitCode;
     if (exitCode === undefined || !c.restartPolicy) return false;
     return matchingRule(restartRulesOf(c), exitCode)?.action === RESTART_ALL;
+  });
+}
+
+/** Each init container's first status entry (the one kubelet reads) is terminated: with exit code 0 unless restartable. */
+function initContainersDone(inits: readonly V1Container[], statuses: readonly V1ContainerStatus[]): boolean {
+  return inits.every((c) => {
+    const terminated = statuses.find((s) => s.name === c.name)?.state?.terminated;
+    return terminated !== undefined && (c.restartPolicy === 'Always' || terminated.exitCode === 0);
   });
 }
 
