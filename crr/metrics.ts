@@ -42,8 +42,8 @@ export function createControllerMetrics() {
     imagePatches: new Counter({ name: 'sidecar_terminator_controller_image_patches_total', help: 'Pods whose sidecar images were swapped on virtual nodes.', registers: [registry] }),
     phasePatches: new Counter({
       name: 'sidecar_terminator_controller_phase_patches_total',
-      help: 'Pod phases set by the controller, by phase.',
-      labelNames: ['phase'] as const,
+      help: 'Pod phases set by the controller, by phase and cause (ignoreExitCode, restartLoop, sidecarNotStarted, allSucceeded).',
+      labelNames: ['phase', 'cause'] as const,
       registers: [registry],
     }),
     actionLatency: new Histogram({

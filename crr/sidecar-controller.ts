@@ -161,7 +161,7 @@ export class SidecarController {
         break;
       case 'patchPhase':
         await this.deps.client.patch(podPath(pod.namespace, pod.name, 'status'), { metadata: { resourceVersion: pod.resourceVersion }, ...decision.statusPatch }, 'strategic');
-        this.deps.metrics.phasePatches.inc({ phase: decision.phase });
+        this.deps.metrics.phasePatches.inc({ phase: decision.phase, cause: decision.cause });
         break;
     }
     this.deps.metrics.actionLatency.observe({ action: decision.kind }, (this.now() - cached.receivedAtMs) / 1000);
