@@ -67,6 +67,8 @@ export interface LatencyFigures {
   /** After the sidecars: main exit → sidecar finished → Pod phase → Job condition, the last two here (absent in older results). */
   sidecarToPodDoneMs?: Summary;
   podDoneToJobDoneMs?: Summary;
+  /** The whole of it: main finished → the Job's condition seen, one clock (absent in older results). */
+  mainToJobDoneMs?: Summary;
   /** Ours: the agent's per-step timing. */
   steps?: StepBreakdown;
 }
@@ -275,6 +277,11 @@ function policyMarkedPolicy(namespace: string): object {
   };
 }
 
+/** Main finished → the Job's condition seen: the three steps end to end (containerd's and the benchmark's clocks are the node's). */
+export function mainToJobDone(s: JobSample): number[] {
+  return s.sidecarToPodDoneMs === undefined || s.podDoneToJobDoneMs === undefined ? [] : [round(s.mainToSidecarMs + s.sidecarToPodDoneMs + s.podDoneToJobDoneMs)];
+}
+
 function summary(
   samples: JobSample[], failures: string[], { jobsPerKind, batchSize, withNative, variantJobs }: Plan, nodes: readonly string[],
   agentLog: AgentLogNote, agentHistograms: Record<string, HistogramBounds>,
@@ -289,6 +296,7 @@ function summary(
       createdToCompleteMs: summarize(of.map((s) => s.createdToCompleteMs)),
       sidecarToPodDoneMs: measuredOf('sidecarToPodDoneMs'),
       podDoneToJobDoneMs: measuredOf('podDoneToJobDoneMs'),
+      mainToJobDoneMs: summarize(of.flatMap(mainToJobDone)),
       ...(kind === 'ours' ? { steps: summarizeSteps(of.map((s) => s.timeline)) } : {}),
     };
   };

@@ -102,8 +102,9 @@ export interface PodProjection {
   /** An init container's current exit matches such a rule: kubelet starts the Pod over. */
   initContainerRestartsAll: boolean;
   /**
-   * Every init container's current state is terminated, as kubelet's phase wants them: a
-   * run-to-completion one with exit code 0, a restartable one (a native sidecar) with any code.
+   * Every init container's current state is terminated with exit code 0, restartable ones (native
+   * sidecars) too: kubelet's phase leaves a stopped native sidecar's code out since 1.29, but not
+   * every release that has them does.
    */
   initContainersDone: boolean;
   /** spec.activeDeadlineSeconds is set: kubelet fails the Pod at that deadline. */
@@ -272,12 +273,9 @@ function initContainerRestartsAll(inits: readonly V1Container[], statuses: reado
   });
 }
 
-/** Each init container's first status entry (the one kubelet reads) is terminated: with exit code 0 unless restartable. */
+/** Each init container's first status entry (the one kubelet reads) is terminated with exit code 0. */
 function initContainersDone(inits: readonly V1Container[], statuses: readonly V1ContainerStatus[]): boolean {
-  return inits.every((c) => {
-    const terminated = statuses.find((s) => s.name === c.name)?.state?.terminated;
-    return terminated !== undefined && (c.restartPolicy === 'Always' || terminated.exitCode === 0);
-  });
+  return inits.every((c) => statuses.find((s) => s.name === c.name)?.state?.terminated?.exitCode === 0);
 }
 
 /** Longer than any image reference (name ≤ 255, tag ≤ 128, digest): not kept, not swapped in. */

@@ -48,9 +48,14 @@ describe('R56: the phase kubelet settled', () => {
       settled: false,
     },
     {
-      name: 'a native sidecar (restartable init container) stopped with 143: not counted by kubelet',
-      pod: withSpec(makePod(done({ initContainers: [{ name: 'native', image: 'i', restartPolicy: 'Always' }] })), (p) => (p.status!.initContainerStatuses = [initStatus('native', 143)])),
+      name: 'a native sidecar (restartable init container) stopped with 0',
+      pod: withSpec(makePod(done({ initContainers: [{ name: 'native', image: 'i', restartPolicy: 'Always' }] })), (p) => (p.status!.initContainerStatuses = [initStatus('native', 0)])),
       settled: true,
+    },
+    {
+      name: 'a native sidecar stopped with 143: not every release that has them leaves its code out',
+      pod: withSpec(makePod(done({ initContainers: [{ name: 'native', image: 'i', restartPolicy: 'Always' }] })), (p) => (p.status!.initContainerStatuses = [initStatus('native', 143)])),
+      settled: false,
     },
     {
       name: 'a native sidecar still running',
