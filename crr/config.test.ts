@@ -74,6 +74,9 @@ describe('parseControllerConfig', () => {
   const deprecated = (old: string, current: string) => `--${old} is deprecated and will be removed in the next release: use --${current}`;
   const named: [string[], Partial<ControllerConfig>][] = [
     [['--metrics-bind-address=0.0.0.0:9551'], { metricsHost: '0.0.0.0', metricsPort: 9551, deprecations: [] }],
+    [[], { settledPhase: true }],
+    [['--settled-phase=false'], { settledPhase: false }],
+    [['--settled-phase'], { settledPhase: true }],
     [['--leader-elect-resource-name=l', '--leader-elect-resource-namespace=ns'], { leaseName: 'l', leaseNamespace: 'ns', deprecations: [] }],
     [['--leader-elect-resource-namespace='], { leaseNamespace: 'from-env', deprecations: [] }],
     [['--leader-elect-lease-duration=60s', '--leader-elect-renew-deadline=40s', '--leader-elect-retry-period=500ms'],
@@ -96,6 +99,7 @@ describe('parseControllerConfig', () => {
     [['--metrics-bind-address=:99999'], /--metrics-bind-address must be \[HOST\]:PORT with a port from 1 to 65535/],
     [['--lease-name=a', '--leader-elect-resource-name=b'], /--lease-name is the former name of --leader-elect-resource-name: give --leader-elect-resource-name alone/],
     [['--leader-elect-resource-name='], /--leader-elect-resource-name must not be empty/],
+    [['--settled-phase=maybe'], /--settled-phase/],
     [['--leader-elect-lease-duration=15'], /--leader-elect-lease-duration must be a positive duration \(e.g. 15s, 1m30s, 500ms\), got "15"/],
     [['--leader-elect-lease-duration=15500ms'], /--leader-elect-lease-duration must be whole seconds, got "15500ms"/],
     [['--leader-elect-renew-deadline=15s'], /--leader-elect-renew-deadline \(15s\) must be shorter than --leader-elect-lease-duration \(15s\)/],

@@ -50,6 +50,8 @@ export interface ControllerConfig extends ApiRateConfig {
   agentlessAfterSeconds: number;
   /** The images a sidecar may be swapped for on those nodes, by repository or in full (R22). */
   agentlessSwapImages: string[];
+  /** R56: write the phase kubelet settled from its report (--settled-phase). */
+  settledPhase: boolean;
   /** The agent Pods' labels, in the controller's own namespace (env POD_NAMESPACE). */
   agentPodSelector: string;
   agentNamespace: string;
@@ -83,6 +85,8 @@ export const CONTROLLER_USAGE = `usage: sidecar-terminator controller [flags]
   --sidecar-start-timeout-seconds N how long sidecars that never started (image pull or config error) are waited
                                     for after the main containers finished; then the Pod's phase is set without
                                     them, Succeeded only if every main exited 0; at most ${MAX_SIDECAR_START_TIMEOUT_SECONDS} (default ${DEFAULT_OPTIONS.sidecarStartTimeoutSeconds})
+  --settled-phase[=true|false]      when kubelet reports every container of a Pod exited 0, write the Succeeded
+                                    it settled rather than wait for its own write, a second or more later (default true)
   --agentless-node-selector SEL     nodes where no agent can run (label selector, e.g. eks.amazonaws.com/compute-type=fargate):
                                     their Pods' sidecars get the ..._WITH_IMAGE swap at once (default: none)
   --agentless-after-seconds N       a node where no agent container has run for this long is treated the same way;
@@ -100,7 +104,7 @@ deprecated, taken until the next release:
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
   const { values, deprecations } = parseFlags(CONTROLLER_USAGE, {
-    args: bareBoolFlags(argv, ['leader-elect']),
+    args: bareBoolFlags(argv, ['leader-elect', 'settled-phase']),
     options: {
       ...COMMON_OPTIONS,
       kubeconfig: { type: 'string' },
@@ -116,6 +120,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
       'request-deadline-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.activeDeadlineSeconds) },
       'request-ttl-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.ttlSecondsAfterFinished) },
       'sidecar-start-timeout-seconds': { type: 'string', default: String(DEFAULT_OPTIONS.sidecarStartTimeoutSeconds) },
+      'settled-phase': { type: 'string', default: 'true' },
       'agentless-node-selector': { type: 'string', default: '' },
       'agentless-after-seconds': { type: 'string', default: '120' },
       'agentless-swap-images': { type: 'string', default: RELEASED_QUICK_EXIT_IMAGE },
@@ -142,6 +147,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv): C
     requestDeadlineSeconds: deadline,
     requestTTLSeconds: ttl,
     sidecarStartTimeoutSeconds: startTimeout,
+    settledPhase: boolFlag('settled-phase', values['settled-phase']),
     agentlessNodeSelector: values['agentless-node-selector'].trim(),
     agentlessAfterSeconds: intInRange('agentless-after-seconds', values['agentless-after-seconds'], 0, MAX_AGENTLESS_AFTER_SECONDS),
     agentlessSwapImages: imageList('agentless-swap-images', values['agentless-swap-images']),

@@ -131,6 +131,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
       ttlSecondsAfterFinished: config.requestTTLSeconds,
       sidecarStartTimeoutSeconds: config.sidecarStartTimeoutSeconds,
       agentlessSwapImages: config.agentlessSwapImages,
+      settledPhase: config.settledPhase,
     },
   });
   const requestQueue: WorkQueue = new WorkQueue({

@@ -37,6 +37,8 @@ interface HarnessOptions {
   policies?: SidecarPolicy[];
   /** --agentless-swap-images; none by default. */
   agentlessSwapImages?: string[];
+  /** --settled-phase; true by default. */
+  settledPhase?: boolean;
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -56,7 +58,7 @@ function harness(o: HarnessOptions = {}) {
     events: recorder,
     creates: urgent,
     metrics,
-    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: o.agentlessSwapImages ?? [] },
+    options: { activeDeadlineSeconds: 300, ttlSecondsAfterFinished: 600, retryBaseDelaySeconds: 10, retryMaxDelaySeconds: 300, sidecarStartTimeoutSeconds: 120, agentlessSwapImages: o.agentlessSwapImages ?? [], settledPhase: o.settledPhase ?? true },
     log,
     now: () => NOW,
   });
@@ -228,6 +230,27 @@ describe('SidecarController: writes carrying the Pod\'s resourceVersion', () => 
     assert.equal(status?.phase, 'Succeeded');
     assert.deepEqual(status?.conditions?.map((c) => `${c.type}=${c.status}`), [`${CONDITION_SIDECAR_TERMINATED}=True`]);
     assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.phaseSet}`]);
+  });
+});
+
+describe('SidecarController: the phase kubelet settled (R56)', () => {
+  const allExited = () => makePod({ containers: [main('app', exited(0)), sidecar('proxy', exited(0))] });
+
+  it('every container exited 0 as kubelet reports: Succeeded and the condition, compare-and-swap, no event', async () => {
+    const h = harness({ pod: allExited() });
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${POD}/status 200`]);
+    const status = h.api.object<V1Pod>(POD)?.status;
+    assert.equal(status?.phase, 'Succeeded');
+    assert.deepEqual(status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason}`), [`${CONDITION_SIDECAR_TERMINATED}=True/AllContainersSucceeded`]);
+    assert.deepEqual(await h.events(), []);
+  });
+
+  it('--settled-phase=false: kubelet writes it', async () => {
+    const h = harness({ pod: allExited(), settledPhase: false });
+    await h.controller.reconcile(KEY);
+    assert.deepEqual(h.api.lines({ method: 'patch' }), []);
+    assert.equal(h.api.object<V1Pod>(POD)?.status?.phase, 'Running');
   });
 });
 

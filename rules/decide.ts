@@ -97,7 +97,8 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {
     const failed = sidecarFailedPodWarnings(pod, classification, node);
-    const ended = node === 'real' ? settledPhasePatch(pod, context.nowMs, [...events, ...failed]) : ignoredExitsEnd(pod, classification, context, [...events, ...failed]);
+    const settled = (context.options ?? DEFAULT_OPTIONS).settledPhase;
+    const ended = node !== 'real' ? ignoredExitsEnd(pod, classification, context, [...events, ...failed]) : settled ? settledPhasePatch(pod, context.nowMs, [...events, ...failed]) : undefined;
     if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', [...events, ...failed]);
   }

@@ -48,6 +48,8 @@ export interface SidecarTerminatorOptions {
    * in full: no admission saw them at the Pod's creation, so only those the operator allows run.
    */
   agentlessSwapImages: readonly string[];
+  /** R56: the phase kubelet settled is written from its report, not waited for (--settled-phase). */
+  settledPhase: boolean;
 }
 
 /** The quick-exit image as released: the one image allowed for swaps on agentless nodes by default. */
@@ -60,6 +62,7 @@ export const DEFAULT_OPTIONS: SidecarTerminatorOptions = {
   retryMaxDelaySeconds: 300,
   sidecarStartTimeoutSeconds: 120,
   agentlessSwapImages: [RELEASED_QUICK_EXIT_IMAGE],
+  settledPhase: true,
 };
 
 /**
