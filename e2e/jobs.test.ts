@@ -61,9 +61,16 @@ describe('Job sidecar termination on the local cluster', () => {
     assert.ok(ev.some((e) => e.startsWith('Normal Killing')), ev.join('\n'));
   });
 
-  it('R56: the phase kubelet settled is written at its report of the last exit, and kubelet keeps it', async () => {
+  it('R56: the phase kubelet settled is written at its report of the last exit, and kubelet keeps it; a Guaranteed Pod\'s is kubelet\'s', async () => {
     const names = [1, 2, 3, 4, 5].map((i) => `settled-${i}`);
-    await Promise.all(names.map((name) => runJob(name, { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] })));
+    const guaranteed = { requests: { cpu: '50m', memory: '32Mi' }, limits: { cpu: '50m', memory: '32Mi' } };
+    await Promise.all([
+      ...names.map((name) => runJob(name, { restartPolicy: 'Never', containers: [container('main', 'sleep 2'), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK] })] })),
+      runJob('guaranteed', {
+        restartPolicy: 'Never',
+        containers: [container('main', 'sleep 2', { resources: guaranteed }), container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK], resources: guaranteed })],
+      }),
+    ]);
     const finished = [];
     for (const name of names) finished.push({ name, ...(await finishedJob(name)), pod: await onlyPod(name) });
     // Kubelet's own syncs of the terminal Pods come after: give them time to move a phase, if they would.
@@ -84,6 +91,13 @@ describe('Job sidecar termination on the local cluster', () => {
     }
     // Kubelet reports the exits a second or more before its own phase write: ours comes first.
     assert.ok(written > 0, 'no Pod got its phase from the controller');
+    // Kubelet frees a Guaranteed Pod's CPUs and memory only as it tears the Pod down: its phase is kubelet's.
+    const { type } = await finishedJob('guaranteed');
+    const pod = await onlyPod('guaranteed');
+    assert.equal(type, 'Complete');
+    assert.equal(pod.status?.qosClass, 'Guaranteed');
+    assert.equal(pod.status?.phase, 'Succeeded');
+    assert.equal(pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED), undefined, 'the phase was kubelet\'s');
   });
 
   it('Never, main exits 1: sidecar released, Job Failed', async () => {

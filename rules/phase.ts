@@ -73,10 +73,12 @@ export function phasePatch(pod: PodProjection, request: PhasePatchRequest): Patc
  * and exited 0, its getPhase gives `Succeeded` on every supported release, and once the API shows a
  * terminal phase kubelet keeps it. Left to kubelet: `Failed` (only kubelet's own transition adds
  * the DisruptionTarget condition a Job's podFailurePolicy reads), a Pod with activeDeadlineSeconds
- * (kubelet may fail it at the deadline) and a static Pod's mirror (kubelet gives it no phase).
+ * (kubelet may fail it at the deadline), a static Pod's mirror (kubelet gives it no phase), and a
+ * Pod holding exclusive resources: the scheduler frees them at the terminal phase, while kubelet
+ * counts them taken until it has torn the Pod down, and would refuse the next Pod they go to.
  */
 export function settledSucceeded(pod: PodProjection): boolean {
-  if (pod.phase !== 'Running' || pod.deleting || pod.activeDeadline || pod.mirror || !pod.initContainersDone) return false;
+  if (pod.phase !== 'Running' || pod.deleting || pod.activeDeadline || pod.mirror || pod.exclusiveResources || !pod.initContainersDone) return false;
   if (pod.restartPolicy !== 'Never' && pod.restartPolicy !== 'OnFailure') return false;
   return statusesComplete(pod) && mainsSucceeded(pod, pod.containers.map((c) => c.name));
 }

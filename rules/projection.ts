@@ -1,5 +1,5 @@
 // The compact view of a Pod kept for every watched Pod: only what the rules read, bounded in size.
-import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1EnvVar, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
   ANNOTATION_MIRROR_POD,
@@ -111,6 +111,13 @@ export interface PodProjection {
   activeDeadline: boolean;
   /** A static Pod's mirror: kubelet gives those no terminal phase. */
   mirror: boolean;
+  /**
+   * It holds what kubelet's own managers hand out and take back only as they tear the Pod down:
+   * it is Guaranteed (exclusive CPUs and memory where those managers are static), asks for a
+   * resource other than cpu, memory and ephemeral-storage (devices, hugepages), or has a resource
+   * claim. Until then kubelet still counts them taken, whatever the API says.
+   */
+  exclusiveResources: boolean;
   /** Our SidecarTerminated condition, if present. */
   sidecarTerminated?: { status: string; reason?: string; message?: string };
 }
@@ -176,6 +183,7 @@ export function projectPod(pod: V1Pod): PodProjection {
     initContainersDone: initContainersDone(spec?.initContainers ?? [], status?.initContainerStatuses ?? []),
     activeDeadline: spec?.activeDeadlineSeconds != null,
     mirror: meta.annotations?.[ANNOTATION_MIRROR_POD] !== undefined,
+    exclusiveResources: exclusiveResources(pod),
     sidecarTerminated: condition && {
       status: condition.status,
       reason: condition.reason,
@@ -271,6 +279,17 @@ function initContainerRestartsAll(inits: readonly V1Container[], statuses: reado
     if (exitCode === undefined || !c.restartPolicy) return false;
     return matchingRule(restartRulesOf(c), exitCode)?.action === RESTART_ALL;
   });
+}
+
+/** Resources every Pod shares on a node: kubelet's managers give none of them out exclusively but to Guaranteed Pods. */
+const SHARED_RESOURCES: ReadonlySet<string> = new Set(['cpu', 'memory', 'ephemeral-storage']);
+
+function exclusiveResources(pod: V1Pod): boolean {
+  const spec = pod.spec;
+  if (pod.status?.qosClass === 'Guaranteed' || (spec?.resourceClaims?.length ?? 0) > 0) return true;
+  const named = (r: V1ResourceRequirements | undefined) => [...Object.keys(r?.requests ?? {}), ...Object.keys(r?.limits ?? {})];
+  const containers = [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])];
+  return [...named(spec?.resources), ...containers.flatMap((c) => named(c.resources))].some((r) => !SHARED_RESOURCES.has(r));
 }
 
 /** Each init container's first status entry (the one kubelet reads) is terminated with exit code 0. */

@@ -38,6 +38,18 @@ describe('R56: the phase kubelet settled', () => {
       settled: false,
     },
     {
+      name: 'Burstable, cpu, memory and ephemeral-storage asked for',
+      pod: withSpec(makePod(done()), (p) => {
+        p.status!.qosClass = 'Burstable';
+        p.spec!.containers[0]!.resources = { requests: { cpu: '1', memory: '1Gi', 'ephemeral-storage': '1Gi' } };
+      }),
+      settled: true,
+    },
+    { name: 'Guaranteed: exclusive CPUs and memory, where kubelet\'s managers are static', pod: withSpec(makePod(done()), (p) => (p.status!.qosClass = 'Guaranteed')), settled: false },
+    { name: 'a device asked for (a GPU)', pod: withSpec(makePod(done()), (p) => (p.spec!.containers[0]!.resources = { limits: { 'nvidia.com/gpu': '1' } })), settled: false },
+    { name: 'hugepages asked for by an init container', pod: withSpec(makePod(done({ initContainers: [{ name: 'init', image: 'i', resources: { requests: { 'hugepages-2Mi': '2Mi' } } }] })), (p) => (p.status!.initContainerStatuses = [initStatus('init', 0)])), settled: false },
+    { name: 'a resource claim', pod: withSpec(makePod(done()), (p) => (p.spec!.resourceClaims = [{ name: 'gpu', resourceClaimName: 'c' }])), settled: false },
+    {
       name: 'an init container exited 0',
       pod: withSpec(makePod(done({ initContainers: [{ name: 'init', image: 'i' }] })), (p) => (p.status!.initContainerStatuses = [initStatus('init', 0)])),
       settled: true,
