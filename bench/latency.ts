@@ -278,7 +278,7 @@ function policyMarkedPolicy(namespace: string): object {
 }
 
 /** Main finished → the Job's condition seen: the three steps end to end (containerd's and the benchmark's clocks are the node's). */
-export function mainToJobDone(s: JobSample): number[] {
+function mainToJobDone(s: JobSample): number[] {
   return s.sidecarToPodDoneMs === undefined || s.podDoneToJobDoneMs === undefined ? [] : [round(s.mainToSidecarMs + s.sidecarToPodDoneMs + s.podDoneToJobDoneMs)];
 }
 

@@ -97,8 +97,8 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
   if (running.length === 0) {
     const failed = sidecarFailedPodWarnings(pod, classification, node);
-    const settled = (context.options ?? DEFAULT_OPTIONS).settledPhase;
-    const ended = node !== 'real' ? ignoredExitsEnd(pod, classification, context, [...events, ...failed]) : settled ? settledPhasePatch(pod, context.nowMs, [...events, ...failed]) : undefined;
+    const closing = [...events, ...failed];
+    const ended = node === 'real' ? settledOnRealNode(pod, context, closing) : ignoredExitsEnd(pod, classification, context, closing);
     if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', [...events, ...failed]);
   }
@@ -111,6 +111,11 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   }
   const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
   return node === 'real' ? decideOnRealNode(facts) : decideBySwapping(facts, node);
+}
+
+/** R56, unless --settled-phase=false. */
+function settledOnRealNode(pod: PodProjection, context: DecideContext, events: DecisionEvent[]): Decision | undefined {
+  return (context.options ?? DEFAULT_OPTIONS).settledPhase ? settledPhasePatch(pod, context.nowMs, events) : undefined;
 }
 
 // ---- when a Pod is handled ----

@@ -4,7 +4,7 @@ import { classify } from './classify.ts';
 import { CONDITION_SIDECAR_TERMINATED } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
 import type { NotHandled, PatchPhase, PhasePatchCause, TerminalPhase } from './decision.ts';
-import { mainsDone, mainsSucceeded, statusesComplete } from './main-done.ts';
+import { mainsDone, mainsSucceeded } from './main-done.ts';
 import type { PodProjection } from './projection.ts';
 
 /**
@@ -79,8 +79,8 @@ export function phasePatch(pod: PodProjection, request: PhasePatchRequest): Patc
  */
 export function settledSucceeded(pod: PodProjection): boolean {
   if (pod.phase !== 'Running' || pod.deleting || pod.activeDeadline || pod.mirror || pod.exclusiveResources || !pod.initContainersDone) return false;
-  if (pod.restartPolicy !== 'Never' && pod.restartPolicy !== 'OnFailure') return false;
-  return statusesComplete(pod) && mainsSucceeded(pod, pod.containers.map((c) => c.name));
+  // Every container done (R7: a status for each, none kubelet runs again, so not under Always) and exited 0.
+  return mainsSucceeded(pod, pod.containers.map((c) => c.name));
 }
 
 /** R56's patch: `Succeeded` with the condition, no event, while kubelet has settled it. */
