@@ -1,6 +1,7 @@
 // The demo: on the local cluster, sidecar-terminator deployed from its manifests, a Job whose
 // Pod has a main container and a sidecar that never exits by itself; prints what happened, timed
 // by containerd's own nanosecond clock for the containers and by the demo's watches for the rest.
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../agent/runtime/cri.ts';
@@ -10,9 +11,12 @@ import { deployProject } from './support/deploy.ts';
 
 const NAMESPACE = 'demo';
 
+interface Milestones { requestSeenMs?: number; jobDoneMs?: number; jobDoneSeen: Promise<void>; stop: () => void }
+
 /** When the demo saw the first request for the Job's Pod, and the Job's end, on a watch (ms). */
-async function watchMilestones(kc: k8s.KubeConfig): Promise<{ requestSeenMs?: number; jobDoneMs?: number; stop: () => void }> {
-  const seen: { requestSeenMs?: number; jobDoneMs?: number; stop: () => void } = { stop: () => undefined };
+async function watchMilestones(kc: k8s.KubeConfig): Promise<Milestones> {
+  let jobDoneSeen = () => undefined as void;
+  const seen: Milestones = { jobDoneSeen: new Promise((resolve) => { jobDoneSeen = resolve; }), stop: () => undefined };
   const watch = new k8s.Watch(kc);
   const ignore = () => undefined;
   // From any version the API server's cache has (the namespace is new: nothing to replay). A watch
@@ -23,7 +27,10 @@ async function watchMilestones(kc: k8s.KubeConfig): Promise<{ requestSeenMs?: nu
     if (type === 'ADDED') seen.requestSeenMs ??= Date.now();
   }, ignore);
   const jobs = await watch.watch(`/apis/batch/v1/namespaces/${NAMESPACE}/jobs`, fromCache, (_type, job: V1Job) => {
-    if (job.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) seen.jobDoneMs ??= Date.now();
+    if (job.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) {
+      seen.jobDoneMs ??= Date.now();
+      jobDoneSeen();
+    }
   }, ignore);
   seen.stop = () => { requests.abort(); jobs.abort(); };
   return seen;
@@ -47,6 +54,10 @@ async function main(): Promise<void> {
     containers: [container('main', 'echo working; sleep 3; echo done'), container('log-shipper', stopOnTerm(0), { env: [SIDECAR_MARK] })],
   });
   const { type } = await finishedJob(NAMESPACE, 'report');
+  // The poll can see the Job's end before the watch delivers it; the timeline wants the watch's time.
+  const giveUp = new AbortController();
+  await Promise.race([milestones.jobDoneSeen, sleep(10_000, undefined, { signal: giveUp.signal }).catch(() => undefined)]);
+  giveUp.abort();
   milestones.stop();
   const pod = await onlyPod(NAMESPACE, 'report');
   const [request] = await requestsFor(pod);
@@ -58,9 +69,11 @@ async function main(): Promise<void> {
   cri.close();
   const after = (ms: number | undefined) => (ms === undefined || mainMs === undefined ? '-' : `+${(ms - mainMs).toFixed(1)} ms`);
   console.log('demo: timeline (containers: containerd\'s own clock; request and Job: when the demo\'s watches saw them)');
-  for (const [what, ms] of [['main finished', mainMs], ['sidecar stop requested', milestones.requestSeenMs], ['sidecar finished', sidecarMs], [`Job ${type}`, milestones.jobDoneMs]] as const) {
-    console.log(`demo:   ${what.padEnd(24)} ${after(ms)}`);
-  }
+  // In the order they happened: the agent stops the sidecar before it records the request, so the
+  // request can be seen after the sidecar finished.
+  const timeline: [string, number | undefined][] = [['main finished', mainMs], ['sidecar stop requested', milestones.requestSeenMs], ['sidecar finished', sidecarMs], [`Job ${type}`, milestones.jobDoneMs]];
+  timeline.sort(([, a], [, b]) => (a ?? Infinity) - (b ?? Infinity));
+  for (const [what, ms] of timeline) console.log(`demo:   ${what.padEnd(24)} ${after(ms)}`);
   if (request) {
     const state = request.status?.containerRecreateStates?.[0];
     console.log(`demo: ContainerRecreateRequest ${request.metadata.name}: ${request.status?.phase}, ${state?.name} ${state?.phase} (exit code ${state?.exitCode})`);
