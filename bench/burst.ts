@@ -91,6 +91,18 @@ export interface BurstResult {
   failedRuns?: FailedBurstRun[];
 }
 
+/**
+ * Ours' steps again from the timelines each run kept, for `--chart` after a step's definition
+ * changed; results whose runs kept none stay as measured.
+ */
+export function restepBurst(b: BurstResult): void {
+  const ours = b.runs.filter((r) => r.kind === 'ours');
+  const kept = ours.map((r) => r.sampleTimelines?.map((t) => t ?? undefined));
+  if (ours.length === 0 || kept.some((t) => t === undefined)) return;
+  ours.forEach((run, i) => { run.steps = summarizeSteps(kept[i]!); });
+  b.ours.steps = summarizeSteps(kept.flat() as (Timeline | undefined)[]);
+}
+
 export interface AgentResult {
   method: string;
   pod: string;

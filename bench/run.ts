@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import type { Context } from './context.ts';
 import { closeContext, createContext } from './context.ts';
 import type { AgentResult, BurstResult } from './burst.ts';
-import { runBursts } from './burst.ts';
+import { restepBurst, runBursts } from './burst.ts';
 import type { BarPanel, LinePanel, Series } from './chart.ts';
 import { renderChart, writeChart } from './chart.ts';
 import type { BatchKind, Kind, LatencyFigures, LatencyResult } from './latency.ts';
@@ -357,15 +357,15 @@ function targets(r: Results): Target[] {
   add(`ours / native, main finished → sidecar finished, p50 (mixed batches${intervalNote(r.latency?.ratio)})`, '≤ 1.0', r.latency?.ratio?.mainToSidecarP50, '', (v) => v <= 1.0);
   const alone = step(allOurs(r.latency)?.steps, 'exitToStopSent');
   add(`main exit → SIGTERM sent, ${together}, p50`, '≤ 30 ms', alone?.p50, ' ms', (v) => v <= 30);
-  add(`main exit → SIGTERM sent, ${together}, p99`, '≤ 100 ms', alone?.p99, ' ms', (v) => v <= 100);
+  add(`main exit → SIGTERM sent, ${together}, p99`, '≤ 90 ms', alone?.p99, ' ms', (v) => v <= 90);
   // OnFailure: the fast path still acts on the exit event (exit 0 settles it without kubelet's report).
   add(`main exit → SIGTERM sent, ${together}, restartPolicy OnFailure, p50`, '≤ 30 ms (as Never)', step(r.latency?.onFailure?.steps, 'exitToStopSent')?.p50, ' ms', (v) => v <= 30);
   // The same targets as ours alone: beside native sidecars' Pods, the agent's path is the same.
   const mixed = step(mixedOurs(r.latency)?.steps, 'exitToStopSent');
   t.push({
-    what: 'main exit → SIGTERM sent, mixed batches (ours beside native), p50 / p99', target: '≤ 30 ms / ≤ 100 ms (as ours alone)',
+    what: 'main exit → SIGTERM sent, mixed batches (ours beside native), p50 / p99', target: '≤ 30 ms / ≤ 90 ms (as ours alone)',
     value: measured(mixed?.p50) && measured(mixed?.p99) ? `${mixed.p50} / ${mixed.p99} ms` : 'not measured',
-    met: measured(mixed?.p50) && measured(mixed?.p99) ? mixed.p50 <= 30 && mixed.p99 <= 100 : null,
+    met: measured(mixed?.p50) && measured(mixed?.p99) ? mixed.p50 <= 30 && mixed.p99 <= 90 : null,
   });
   add('main finished → sidecar finished, mixed batches (ours), p50', '≤ 60 ms', mixedOurs(r.latency)?.mainToSidecarMs.p50, ' ms', (v) => v <= 60);
   add(`main finished → sidecar finished, ${together}, p50`, '≤ 60 ms', allOurs(r.latency)?.mainToSidecarMs.p50, ' ms', (v) => v <= 60);
@@ -401,6 +401,8 @@ function targets(r: Results): Target[] {
       : `${large.burst.ours.mainToSidecarMs.p99} ms, ${large.burst.ours.missed} missed`,
     met: null,
   });
+  // With stop first, the whole of it is the exit event's wait plus the agent's share below.
+  add(`burst of ${jobs}: main exit → SIGTERM sent, p99 (${plural(burstOurs?.runs ?? 0, 'run')})`, '≤ 1.5 s', step(burstOurs?.steps, 'exitToStopSent')?.p99, ' ms', (v) => v <= 1500);
   const share = burstOurs?.steps?.agentShareMs?.p99;
   t.push({ what: `burst of ${jobs}: the agent's own share of main exit → SIGTERM sent, p99`, target: 'as low as the node allows (the rest is the API server and the runtime)', value: measured(share) ? `${share} ms` : 'not measured', met: null });
   add(`burst of ${jobs}: missed (ours, all runs)`, '0', burstOurs?.missed, '', (v) => v === 0);
@@ -631,7 +633,7 @@ function chart(r: Results, svgPath: string, pngPath: string): boolean {
       label,
       part,
       bars: sources.map(({ color, steps }) => ({ color, p50: stepSummary(steps, field)?.p50 ?? NaN, p99: stepSummary(steps, field)?.p99 ?? NaN })),
-      ...(targets && field === 'exitToStopSent' ? { targets: [{ at: 30, label: 'p50 ≤ 30 ms' }, { at: 100, label: 'p99 ≤ 100 ms' }] } : {}),
+      ...(targets && field === 'exitToStopSent' ? { targets: [{ at: 30, label: 'p50 ≤ 30 ms' }, { at: 90, label: 'p99 ≤ 90 ms' }] } : {}),
     })),
     logX: true,
     empty: 'not measured: no timelines in the agent\'s log',
@@ -720,10 +722,12 @@ function scaleSamples(c: ScaleResult): number[] {
 
 /**
  * `node bench/run.ts --chart [results.json]`: reads the targets off a run's results and draws the
- * chart again (no cluster needed): a target added or changed since the run is read off its figures.
+ * chart again (no cluster needed): a target added or changed since the run is read off its figures,
+ * and the burst's steps off the timelines it kept.
  */
 function redraw(path: string): void {
   const results = JSON.parse(readFileSync(path, 'utf8')) as Results;
+  for (const burst of [results.burst, results.burstNodes?.burst, results.burstLargeNodes?.burst]) if (burst && 'runs' in burst) restepBurst(burst);
   results.targets = targets(results);
   writeResults(results, path);
   const dir = dirname(path);

@@ -38,6 +38,10 @@ describe('the agent log timelines', () => {
     assert.equal(agentShare({ ...FAST, exitToStopSent: 10 }), 1.4);
     // A hook ran first: its 500 ms are the container's, not the agent's.
     assert.equal(agentShare({ ...FAST, prestopDone: 500, exitToStopSent: 518 }), 2.1);
+    // Stop first: the request is written after the stop, so no create is on the way.
+    const stopFirst = { exitEvent: 9.8, acting: 0.2, runtimeCheck: 0.5, stopSent: 0.3, containerExited: 40, exitToStopSent: 10.9 };
+    assert.equal(agentShare(stopFirst), 0.6);
+    assert.equal(agentShare({ ...stopFirst, exitToStopSent: 9 }), 0);
   });
 
   it('summarizes each step over the Pods that have it and counts the Pods without a timeline', () => {

@@ -55,16 +55,17 @@ export function parseStopTimelines(log: string): Map<string, Timeline> {
 
 /**
  * The agent's own share of main exit → SIGTERM sent, on the fast path only (elsewhere the exit's
- * time is unknown): its wait before the create (event → created, less the create itself), plus the
- * time from the create's answer to the stop, less the runtime's status calls and the preStop hook. When the watch
- * delivered the request before the create answered, the stop can go out before that answer: then
- * nothing after the create is the agent's (the runtime calls overlapped the create), never less.
+ * time is unknown): main exit → SIGTERM sent less the exit event's wait, the runtime's status calls
+ * and the preStop hook, and, where the request was created before the stop, less the create itself.
+ * When the watch delivered the request before the create answered, the stop can go out before that
+ * answer: then nothing after the create is the agent's (the runtime calls overlapped the create),
+ * never less. Stop first (no create on the way) leaves the rest after the event all the agent's.
  */
 export function agentShare(t: Timeline): number | undefined {
-  if (t.exitToStopSent === undefined || t.exitEvent === undefined || t.requestCreated === undefined || t.apiCreate === undefined) return undefined;
-  const beforeCreate = t.requestCreated - t.apiCreate;
-  const afterCreated = t.exitToStopSent - t.exitEvent - t.requestCreated;
-  return round(beforeCreate + Math.max(0, afterCreated - (t.runtimeCheck ?? 0) - (t.prestopDone ?? 0)));
+  if (t.exitToStopSent === undefined || t.exitEvent === undefined) return undefined;
+  const afterEvent = t.exitToStopSent - t.exitEvent - (t.runtimeCheck ?? 0) - (t.prestopDone ?? 0);
+  if (t.requestCreated === undefined || t.apiCreate === undefined) return round(Math.max(0, afterEvent));
+  return round(t.requestCreated - t.apiCreate + Math.max(0, afterEvent - t.requestCreated));
 }
 
 /** Per-step percentiles over the benchmark Pods' timelines (undefined: no timeline for that Pod). */
