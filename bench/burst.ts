@@ -97,10 +97,10 @@ export interface BurstResult {
  */
 export function restepBurst(b: BurstResult): void {
   const ours = b.runs.filter((r) => r.kind === 'ours');
-  const kept = ours.map((r) => r.sampleTimelines?.map((t) => t ?? undefined));
-  if (ours.length === 0 || kept.some((t) => t === undefined)) return;
-  ours.forEach((run, i) => { run.steps = summarizeSteps(kept[i]!); });
-  b.ours.steps = summarizeSteps(kept.flat() as (Timeline | undefined)[]);
+  if (ours.length === 0 || ours.some((r) => !r.sampleTimelines)) return;
+  const kept = ours.map((r) => (r.sampleTimelines ?? []).map((t) => t ?? undefined));
+  ours.forEach((run, i) => { run.steps = summarizeSteps(kept[i] ?? []); });
+  b.ours.steps = summarizeSteps(kept.flat());
 }
 
 export interface AgentResult {

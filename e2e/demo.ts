@@ -15,8 +15,8 @@ interface Milestones { requestSeenMs?: number; jobDoneMs?: number; jobDoneSeen: 
 
 /** When the demo saw the first request for the Job's Pod, and the Job's end, on a watch (ms). */
 async function watchMilestones(kc: k8s.KubeConfig): Promise<Milestones> {
-  let jobDoneSeen = () => undefined as void;
-  const seen: Milestones = { jobDoneSeen: new Promise((resolve) => { jobDoneSeen = resolve; }), stop: () => undefined };
+  const jobDone = Promise.withResolvers<void>();
+  const seen: Milestones = { jobDoneSeen: jobDone.promise, stop: () => undefined };
   const watch = new k8s.Watch(kc);
   const ignore = () => undefined;
   // From any version the API server's cache has (the namespace is new: nothing to replay). A watch
@@ -29,7 +29,7 @@ async function watchMilestones(kc: k8s.KubeConfig): Promise<Milestones> {
   const jobs = await watch.watch(`/apis/batch/v1/namespaces/${NAMESPACE}/jobs`, fromCache, (_type, job: V1Job) => {
     if (job.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) {
       seen.jobDoneMs ??= Date.now();
-      jobDoneSeen();
+      jobDone.resolve();
     }
   }, ignore);
   seen.stop = () => { requests.abort(); jobs.abort(); };

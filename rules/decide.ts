@@ -100,7 +100,7 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
     const closing = [...events, ...failed];
     const ended = node === 'real' ? settledOnRealNode(pod, context, closing) : ignoredExitsEnd(pod, classification, context, closing);
     if (ended) return ended;
-    return notHandled('noRunningSidecar', 'every sidecar has terminated', [...events, ...failed]);
+    return notHandled('noRunningSidecar', 'every sidecar has terminated', closing);
   }
   if (!statusesComplete(pod)) return notHandled('statusesIncomplete', 'a container has no status yet', events);
   if (!mainsDone(pod, classification.mains)) return notHandled('mainsNotDone', 'main containers not done', events);
