@@ -1,3 +1,4 @@
+// e2e group: serial — it scales the controller to zero, and grants and takes back the agent's permissions.
 // The agent acting on main containers' exits it sees in containerd (the fast path), with the
 // controller scaled to zero: only the agent can then create the request, so a Job that completes
 // shows it did. Also the admission policy that keeps each agent to its own node's Pods. Before 1.30

@@ -1,3 +1,4 @@
+// e2e group: serial — it re-applies the deployment with the agent kept off the node.
 // Rule R22 (docs/design.md) on the real cluster: a real node where no agent runs (as on GKE Autopilot
 // or EKS Fargate, where the DaemonSet cannot land). The kubectl deployment of e2e/support/deploy.ts
 // is re-applied with the agent kept off the node (a nodeSelector no node matches) and the controller

@@ -1,55 +1,27 @@
+// e2e group: shared
 // ContainerRecreateRequests end to end: the agent and the controller against the real
-// kube-apiserver, kubelet and containerd of the local cluster.
+// kube-apiserver, kubelet and containerd of the local cluster (the agent killed in the middle of
+// one: e2e/agent-crash.test.ts).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CRRSpec } from '../api/container-recreate-request.ts';
-import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import * as jobs from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { agentPod, crash, deployProject, scrapePod } from './support/deploy.ts';
+import { agentPod, deployProject, scrapePod } from './support/deploy.ts';
 import { kubectl } from './support/kubectl.ts';
+import * as requests from './support/requests.ts';
+import { loopPod } from './support/requests.ts';
 import { waitFor } from './support/wait.ts';
 
-const { core, kc } = clients();
-const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const { core } = clients();
 let namespace: string;
 
-function loopPod(name: string, restartPolicy: 'Always' | 'Never', onTerm: string): V1Pod {
-  return {
-    metadata: { name },
-    spec: {
-      nodeName: clusterEnv().nodeName,
-      restartPolicy,
-      terminationGracePeriodSeconds: 30,
-      containers: [{
-        name: 'worker',
-        image: 'sidecar-terminator.local/busybox:1',
-        imagePullPolicy: 'Never',
-        command: ['sh', '-c', `${onTerm}; while true; do sleep 1; done`],
-      }],
-    },
-  };
-}
-
-async function runningPod(pod: V1Pod): Promise<V1Pod> {
-  await core.createNamespacedPod({ namespace, body: pod });
-  return waitFor(async () => {
-    const p = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
-    return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
-  }, { description: `Pod ${pod.metadata!.name} running`, timeoutMs: 60_000 });
-}
-
-async function createRequest(name: string, spec: CRRSpec): Promise<void> {
-  await custom.createNamespacedCustomObject({
-    group: GROUP, version: VERSION, plural: PLURAL, namespace,
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest', metadata: { name }, spec },
-  });
-}
-
+const runningPod = (pod: V1Pod) => requests.runningPod(namespace, pod);
+const createRequest = (name: string, spec: CRRSpec) => requests.createRequest(namespace, name, spec);
 const readRequest = (name: string) => jobs.readRequest(namespace, name);
 const completed = (name: string, timeoutMs?: number) => jobs.completedRequest(namespace, name, timeoutMs);
 
@@ -193,20 +165,5 @@ describe('ContainerRecreateRequest on the local cluster', () => {
     }, { description: 'readiness restored and finalizer removed' });
     const after = await core.readNamespacedPod({ namespace, name: 'gated' });
     assert.equal(after.status?.containerStatuses?.[0]?.restartCount, 1);
-  });
-
-  it('finishes a request after the agent is killed in the middle of it, restarting the container once', async () => {
-    // The container ignores SIGTERM, so the stop lasts the whole grace period: the agent dies in it.
-    await runningPod(loopPod('crash', 'Always', "trap '' TERM"));
-    await createRequest('agent-crash', { podName: 'crash', containers: [{ name: 'worker' }], strategy: { terminationGracePeriodSeconds: 8 } });
-    await waitFor(async () => (await readRequest('agent-crash'))?.status?.containerRecreateStates?.[0]?.isKilled, { description: 'stop under way (isKilled recorded)' });
-    await crash(await agentPod());
-    const done = await completed('agent-crash', 90_000);
-    assert.equal(done.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(done.status));
-    // Let a wrongly repeated stop show itself before counting restarts.
-    await new Promise((r) => setTimeout(r, 5_000));
-    const pod = await core.readNamespacedPod({ namespace, name: 'crash' });
-    assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 1);
-    assert.equal(pod.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 137);
   });
 });

@@ -1,3 +1,4 @@
+// e2e group: serial — it replaces the kubectl deployment with a Helm release, then restores it.
 // The Helm chart (manifests/helm/sidecar-terminator) with a real helm, built from its Go module by
 // e2e/cluster/build-helm.sh (minutes the first time, cached after):
 // - rendered offline (`helm template`), it is the kustomize install (`kubectl kustomize`) object by

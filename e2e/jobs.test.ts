@@ -1,5 +1,7 @@
+// e2e group: shared
 // The Job sidecar terminator end to end: real Jobs on the local cluster with the controller and the
-// agent running, one test per scenario S1–S10 of docs/design.md. Each prints its timeline.
+// agent running, one test per scenario S1–S10 of docs/design.md (a virtual node's:
+// e2e/virtual-node.test.ts). Each prints its timeline.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -254,31 +256,6 @@ describe('Job sidecar termination on the local cluster', () => {
     if (native) assert.deepEqual(await requestsFor(await onlyPod('native')), []);
     assert.equal(containerStatus(pod, 'proxy')?.restartCount, 0);
     assert.ok(containerStatus(pod, 'proxy')?.state?.running);
-  });
-
-  it('virtual node, image sidecar: image swapped, Job Complete', async () => {
-    const node = clusterEnv().nodeName;
-    kubectl('label', 'node', node, 'type=virtual-kubelet', '--overwrite');
-    try {
-      await runJob('virtual', {
-        restartPolicy: 'Never',
-        containers: [
-          container('main', 'sleep 2'),
-          container('proxy', stopOnTerm(0), { env: [{ name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: 'sidecar-terminator.local/quick-exit:1' }] }),
-        ],
-      });
-      const { job, type } = await finishedJob('virtual');
-      const pod = await onlyPod('virtual');
-      timeline('virtual node', job, pod, 'main', 'proxy');
-      assert.equal(type, 'Complete');
-      assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, 'sidecar-terminator.local/quick-exit:1');
-      assert.equal(terminated(pod, 'proxy').exitCode, 0);
-      assert.deepEqual(await requestsFor(pod), []);
-      const swaps = (await podEvents(pod)).filter((e) => e.includes(EVENT_REASONS.replacingImage));
-      assert.equal(swaps.length, 1, `one event for the swap: ${swaps.join('\n')}`);
-    } finally {
-      kubectl('label', 'node', node, 'type-');
-    }
   });
 
   it('R52: an istio-proxy nobody marked holds the Pod: one Warning naming it and the gauge; the annotation added to the running Pod releases it', async () => {

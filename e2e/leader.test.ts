@@ -1,3 +1,4 @@
+// e2e group: serial — it kills the controller's leader.
 // The controller Deployment's two replicas with leader election on a real Lease: one leads; when it
 // crashes another takes over within the lease duration, and one that shuts down hands over at once.
 import { describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// e2e group: shared
 // Sidecar policies (R54) end to end: Jobs whose templates mark nothing, released by a cluster or a
 // namespaced policy; audit mode; the Pod's own markers first; and what a namespace user may not do.
 import { after, before, describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// e2e group: shared
 // The deployed ServiceAccounts have what they use and nothing more. That they have enough is what the
 // other suites show by running against the deployed Pods; here, what they must not have.
 import { before, describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// e2e group: shared
 // Every way kubelet starts a main again (R7), on the real kubelet: a probe kill under OnFailure, an
 // image update of the running main and a resize that restarts it (whatever the restart policy),
 // a container restart rule, a container policy that stops a restart, a Pod starting all its

@@ -9,6 +9,12 @@
 # tests there, 1.30+).
 # ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS (space-separated files or globs)
 # runs a subset.
+# Each test file says its group on its first line, `// e2e group: shared` or `// e2e group: serial
+# — why`: the shared files (the standard deployment and namespaces of their own only) run side by
+# side, ST_E2E_CONCURRENCY at a time (default 4, the best measured on 2 cores); then the serial
+# ones (they disturb the cluster or the deployment), one at a time. A file with no group fails the
+# run before the cluster comes up. Each file's time is appended to ST_E2E_TIMES when set
+# (`<release>\t<nodes>\t<file>\t<seconds>\t<pass|fail>`), and printed, slowest first, at the end.
 # `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo and the
 # benchmark do), on K8S_VERSION (default: the newest).
 set -euo pipefail
@@ -18,6 +24,8 @@ cd "$repo"
 if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   # shellcheck source=cluster/versions.env
   source e2e/cluster/versions.env
+  ST_E2E_TIMES=${ST_E2E_TIMES:-$(mktemp)}
+  export ST_E2E_TIMES
   failed=()
   for version in "$K8S_OLDEST" "$K8S_NEWEST"; do
     echo "e2e: ===== Kubernetes $version ====="
@@ -25,6 +33,7 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   done
   echo "e2e: ===== Kubernetes $K8S_NEWEST, three nodes ====="
   K8S_VERSION=$K8S_NEWEST ST_NODES=3 bash "$0" || failed+=("$K8S_NEWEST (three nodes)")
+  bash e2e/file-times.sh "$ST_E2E_TIMES"
   [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed on Kubernetes ${failed[*]}" >&2; exit 1; }
   exit 0
 fi
@@ -35,6 +44,24 @@ export K8S_VERSION
 # The project's Node 24 (npm puts it first on PATH; this also covers a direct `bash e2e/run.sh`).
 export PATH="$repo/node_modules/.bin:$PATH"
 t0=$(date +%s)
+
+# The test files and their groups, before anything is built or started.
+if [ $# -eq 0 ]; then
+  if [ "${ST_NODES:-1}" = 1 ]; then default_tests="e2e/*.test.ts"; else default_tests="e2e/nodes/*.test.ts"; fi
+  read -r -a patterns <<<"${ST_E2E_TESTS:-$default_tests}"
+  shared=() serial=() ungrouped=()
+  for f in $(printf '%s\n' "${patterns[@]}"); do
+    case $(sed -n '1s%^// e2e group: \(shared\|serial\).*%\1%p' "$f") in
+      shared) shared+=("$f") ;;
+      serial) serial+=("$f") ;;
+      *) ungrouped+=("$f") ;;
+    esac
+  done
+  if [ ${#ungrouped[@]} -gt 0 ]; then
+    printf 'e2e: %s has no group: its first line must be "// e2e group: shared" or "// e2e group: serial — why"\n' "${ungrouped[@]}" >&2
+    exit 1
+  fi
+fi
 
 # One cluster per machine (fixed ports): concurrent runs wait for each other. The lock is on fd 9,
 # which the cluster's processes must not inherit (9>&- below).
@@ -67,17 +94,40 @@ bash e2e/cluster/up.sh 9>&-
 source "$state/env"
 
 if [ $# -gt 0 ]; then
-  command=("$@")
-else
-  if [ "${ST_NODES:-1}" = 1 ]; then default_tests="e2e/*.test.ts"; else default_tests="e2e/nodes/*.test.ts"; fi
-  read -r -a tests <<<"${ST_E2E_TESTS:-$default_tests}"
-  command=(node --test --test-concurrency=1 "${tests[@]}")
+  echo "e2e: Kubernetes $K8S_VERSION on ${ST_NODES:-1} node(s), node $(node --version), running $*"
+  t_tests=$(date +%s)
+  set +e
+  "$@" 9>&-
+  status=$?
+  set -e
+  echo "e2e: $1 exited $status after $(( $(date +%s) - t_tests ))s"
+  exit "$status"
 fi
-echo "e2e: Kubernetes $K8S_VERSION on ${ST_NODES:-1} node(s), node $(node --version), running ${command[*]}"
-t_tests=$(date +%s)
-set +e
-"${command[@]}" 9>&-
-status=$?
-set -e
-echo "e2e: ${command[0]} exited $status after $(( $(date +%s) - t_tests ))s"
+
+# Deployed once before the files start: each deploys it again in its before(), which then changes
+# nothing, so shared files started together do not race to create it.
+node --input-type=module -e "import { deployProject } from './e2e/support/deploy.ts'; await deployProject();" 9>&-
+times=${ST_E2E_TIMES:-$state/e2e-times.tsv}
+run_group() {
+  local group=$1 concurrency=$2
+  shift 2
+  [ $# -gt 0 ] || return 0
+  echo "e2e: Kubernetes $K8S_VERSION on ${ST_NODES:-1} node(s), node $(node --version), the $group files, $concurrency at a time: $*"
+  local t_group status
+  t_group=$(date +%s)
+  set +e
+  ST_E2E_RELEASE="$K8S_VERSION" ST_E2E_NODES="${ST_NODES:-1}" ST_E2E_TIMES_OUT="$times" \
+    node --test --test-concurrency="$concurrency" \
+      --test-reporter=spec --test-reporter-destination=stdout \
+      --test-reporter=./e2e/support/file-times.ts --test-reporter-destination=stderr \
+      "$@" 9>&-
+  status=$?
+  set -e
+  echo "e2e: the $group files exited $status after $(( $(date +%s) - t_group ))s"
+  return "$status"
+}
+status=0
+run_group shared "${ST_E2E_CONCURRENCY:-4}" "${shared[@]}" || status=1
+run_group serial 1 "${serial[@]}" || status=1
+[ -n "${ST_E2E_TIMES:-}" ] || bash e2e/file-times.sh "$times"
 exit "$status"

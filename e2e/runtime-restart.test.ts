@@ -1,3 +1,4 @@
+// e2e group: serial — it restarts the node's containerd.
 // The node's containerd restarted under the agent (R46), on the real node: containerd makes a new
 // socket, which the agent's mount of the old one never shows. The agent exits at once for kubelet to
 // start it again with a fresh mount, and a Job whose main ends 10 s after containerd is back

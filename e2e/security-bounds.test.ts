@@ -1,3 +1,4 @@
+// e2e group: serial — its fat requests slow every list of the API server, and it changes the controller's leader.
 // Hostile namespaces, round three: what a namespace's user can make big is bounded before our parts
 // read it, on the real cluster with the shipped memory limits (R48).
 // - Fat requests: forty requests of ~1.2 MB (their labels) naming a hooked Job Pod's uid, and a

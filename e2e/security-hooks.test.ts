@@ -1,27 +1,22 @@
+// e2e group: shared
 // Attacks through a Pod's own preStop hook, tried on the real cluster: the agent runs hooks from
 // its own network position and a hook's server is the Pod author's. A server that answers with
 // header lines forever must not hold the stop past the grace period, and a tcpSocket hook (which
 // kubelet never runs as a lifecycle hook) is not run: a Warning on the Pod says so, and the stop
-// goes on. A hook runs at most once per container, even when a request passed its deadline while
-// the agent was down and the next request asks again. Each test asserts what the sidecar saw and
-// when, from its own log.
+// goes on (a hook run at most once per container across the agent's death:
+// e2e/agent-crash.test.ts). Each test asserts what the sidecar saw and when, from its own log.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import type { CRRSpec } from '../api/container-recreate-request.ts';
-import { GROUP, PLURAL, VERSION } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
-import { clients, clusterEnv } from './support/cluster.ts';
+import { clients } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
-import { agentPod, crash, deployProject } from './support/deploy.ts';
+import { deployProject } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container, podEvents } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
-import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus } from './support/workloads.ts';
 
-const { core, kc } = clients();
-const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const { core } = clients();
 let namespace: string;
 
 const MAIN = 'sleep 3; echo main done';
@@ -121,45 +116,4 @@ describe('preStop hooks as an attack path', () => {
     assert.match(warning, /container proxy not run: a tcpSocket preStop hook is not run/);
   });
 
-  it('a hook runs once per container: a request that passed its deadline while the agent was down, then the next request for the same container', async (t) => {
-    // A long exec hook: the agent is still in it when the first request's 3 s deadline passes.
-    const hook = { exec: { command: ['sh', '-c', 'echo "hook ran" > /proc/1/fd/1; sleep 20'] } };
-    await core.createNamespacedPod({
-      namespace,
-      body: {
-        metadata: { name: 'once' },
-        spec: {
-          nodeName: clusterEnv().nodeName, restartPolicy: 'Never', terminationGracePeriodSeconds: 30,
-          containers: [container('proxy', `trap 'echo "got SIGTERM"; exit 0' TERM\necho ready\nwhile :; do sleep 1 & wait $!; done`, { lifecycle: { preStop: hook } })],
-        },
-      },
-    });
-    await waitFor(async () => (await core.readNamespacedPod({ namespace, name: 'once' })).status?.containerStatuses?.[0]?.state?.running, { description: 'Pod once running', timeoutMs: 60_000 });
-    const createRequest = (name: string, spec: CRRSpec) => custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, plural: PLURAL, namespace,
-      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest', metadata: { name }, spec },
-    });
-    const sidecarLog = () => timestampedLogs(namespace, 'once', 'proxy');
-
-    await createRequest('first', { podName: 'once', containers: [{ name: 'proxy' }], activeDeadlineSeconds: 3 });
-    await waitFor(() => firstLine(sidecarLog(), /^hook ran$/), { description: 'the hook began', timeoutMs: 30_000 });
-    const first = await jobs.completedRequest(namespace, 'first', 30_000);
-    assert.match(first.status?.message ?? '', /activeDeadlineSeconds/, `the first request ended by its deadline: ${JSON.stringify(first.status)}`);
-    // The agent dies in the hook: the stop it would send after it is never sent.
-    await crash(await agentPod());
-    await sleep(2_000);
-    assert.ok((await core.readNamespacedPod({ namespace, name: 'once' })).status?.containerStatuses?.[0]?.state?.running, 'the container still runs');
-
-    await createRequest('second', { podName: 'once', containers: [{ name: 'proxy' }], activeDeadlineSeconds: 120 });
-    const second = await jobs.completedRequest(namespace, 'second', 90_000);
-    const lines = await waitFor(() => {
-      const l = sidecarLog();
-      return firstLine(l, /^got SIGTERM$/) ? l : undefined;
-    }, { description: 'the sidecar got SIGTERM', timeoutMs: 30_000 }).catch(() => sidecarLog());
-    t.diagnostic(showLines(lines));
-    t.diagnostic(`second request: ${JSON.stringify(second.status)}`);
-    assert.equal(lines.filter((l) => /^hook ran$/.test(l.text)).length, 1, `the hook ran more than once:\n${showLines(lines)}`);
-    assert.ok(firstLine(lines, /^got SIGTERM$/), 'the second request stopped the container');
-    assert.equal(second.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(second.status));
-  });
 });

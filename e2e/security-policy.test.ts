@@ -1,3 +1,4 @@
+// e2e group: serial — it replaces the deployment with a renamed one.
 // The agent policy confines whoever holds the agent's create permission, whatever the install calls
 // it (issue 24, item 5): the kubectl deployment of e2e/support/deploy.ts is replaced by the same
 // overlay built again with a kustomize namePrefix, on which

@@ -1,12 +1,13 @@
+// e2e group: shared
 // A namespace's own requests and Jobs against the Pod's own termination, on the real cluster
 // (issue 24, items 4, 8 and 9):
 // - a user request with a stale statusContext, minStartedSeconds 3600 and no deadline, created
 //   before the mains exit, does not hold up our request for the sidecar: the Job completes at once;
 // - requests the agent refuses give the Pod one RequestRefused Warning, however many there are;
 // - ignore-exit-code sidecars that ignore SIGTERM: the Job completes at once, and the sidecars are
-//   stopped within the grace period after the phase was set, not at kubelet's next sync;
-// - on a virtual node, an ignore-exit-code sidecar whose quick-exit container cannot start (its
-//   command is not in the image): the Pod ends Succeeded, with no SidecarFailedPod Warning.
+//   stopped within the grace period after the phase was set, not at kubelet's next sync.
+// (On a virtual node, an ignore-exit-code sidecar whose quick-exit container cannot start:
+// e2e/virtual-node.test.ts.)
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -17,14 +18,12 @@ import { clients, clusterEnv } from './support/cluster.ts';
 import { deployProject } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { IGNORE_EXIT_MARK, SIDECAR_MARK, container, podEvents, stopOnTerm } from './support/jobs.ts';
-import { kubectl } from './support/kubectl.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
 import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus, toDate } from './support/workloads.ts';
 
 const { core, kc } = clients();
 const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-const QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
 let namespace = '';
 
 async function createRequest(name: string, podName: string, containers: object[], spec: object = {}): Promise<void> {
@@ -145,30 +144,6 @@ describe('security: requests and Job outcomes a namespace can cause', { timeout:
     const ev = await podEvents(pod);
     for (const name of ['log', 'metrics']) {
       assert.ok(ev.some((e) => e.startsWith(`Normal Killing: Stopping container ${name}: the Pod's phase is Succeeded (set by sidecar-terminator)`)), ev.join('\n'));
-    }
-  });
-
-  it('virtual node: an ignore-exit-code sidecar whose quick-exit container cannot start ends Succeeded, with no SidecarFailedPod Warning', async () => {
-    const node = clusterEnv().nodeName;
-    kubectl('label', 'node', node, 'type=virtual-kubelet', '--overwrite');
-    try {
-      await jobs.runJob(namespace, 'virtual-ignore', {
-        restartPolicy: 'Never',
-        containers: [
-          container('main', 'sleep 2'),
-          // Its command is not one of the quick-exit image's paths: the swapped container cannot start (exit 128).
-          { ...container('proxy', stopOnTerm(0), { env: [SIDECAR_MARK, IGNORE_EXIT_MARK, { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT }] }), command: ['/bin/busybox', 'sh', '-c', stopOnTerm(0)] },
-        ],
-      });
-      const { type } = await jobs.finishedJob(namespace, 'virtual-ignore', 90_000);
-      const pod = await jobs.onlyPod(namespace, 'virtual-ignore');
-      assert.equal(pod.spec?.containers.find((c) => c.name === 'proxy')?.image, QUICK_EXIT, 'the image was swapped');
-      assert.equal(type, 'Complete', `phase ${pod.status?.phase}: ${JSON.stringify(containerStatus(pod, 'proxy')?.state)}`);
-      assert.equal(pod.status?.phase, 'Succeeded');
-      await sleep(3_000);
-      assert.deepEqual(await warnings(pod, EVENT_REASONS.sidecarFailedPod), []);
-    } finally {
-      kubectl('label', 'node', node, 'type-');
     }
   });
 });

@@ -1,3 +1,4 @@
+// e2e group: serial — it takes the pattern off the request CRD, and its fat requests load both parts.
 // Hostile requests, round two (issue 24, items 1, 2, 3 and 8.1), tried on the real cluster: what a
 // user who may create requests and Pods in their own namespace can make our controller and agent
 // pay for.

@@ -1,3 +1,4 @@
+// e2e group: shared
 // Smoke tests of the local e2e cluster (e2e/cluster/up.sh), without sidecar-terminator:
 // they show the problem the project solves (a plain sidecar keeps a finished Job's Pod running)
 // and that the cluster itself works (native sidecars, pod networking, kube-proxy, SA tokens).

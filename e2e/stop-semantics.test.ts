@@ -1,3 +1,4 @@
+// e2e group: shared
 // Stop semantics as kubelet's, on the real kubelet and runtime: a sidecar is stopped with its
 // `lifecycle.stopSignal`, and a `sleep` preStop action runs before the signal, within the grace
 // period, and a sidecar named by the stop-last annotation is stopped after the others exited. Each test

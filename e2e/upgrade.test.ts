@@ -1,3 +1,4 @@
+// e2e group: serial — it installs the previous release and uninstalls.
 // Upgrading and uninstalling, as docs/upgrade.md says to:
 // - from the previous release (the manifests as of commit 9ddbeee, taken from git) to this one's
 //   manifests/default, with a Job before and one after. 1.30+ only: the previous release did not

@@ -10,6 +10,11 @@ set -euo pipefail
 source "$(dirname "$0")/versions.env"
 out=${HELM_BIN_DIR:-$HOME/.cache/sidecar-terminator/helm-$HELM_VERSION}
 if [ -x "$out/helm" ]; then echo "$out/helm"; exit 0; fi
+# One build at a time (CI builds it in the background): a second caller waits, then finds it built.
+mkdir -p "$out"
+exec 8>>"$out/.build.lock"
+flock 8
+if [ -x "$out/helm" ]; then echo "$out/helm"; exit 0; fi
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local
 work=$(mktemp -d)

@@ -1,3 +1,4 @@
+// e2e group: serial — it rolls out the agent, kills the controller's leader and freezes a node.
 // Many nodes (a cluster of ST_NODES=3, e2e/cluster/lib.sh): one agent per node, each with its own
 // kubelet, containerd and the agent DaemonSet's one hostPath reaching that node's socket.
 // - Scoping: Jobs on every node, each request carried out by its own node's agent and no other.

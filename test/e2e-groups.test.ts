@@ -1,0 +1,45 @@
+// Every e2e test file says on its first line whether it runs beside others (shared) or alone
+// (serial, with why), and e2e/run.sh refuses a file that says neither, naming it, before it builds or
+// starts anything.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const GROUP_LINE = /^\/\/ e2e group: (shared|serial — \S.*)$/;
+
+function e2eTestFiles(): string[] {
+  return readdirSync(path.join(ROOT, 'e2e'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => path.join('e2e', f));
+}
+
+describe('e2e groups', () => {
+  it('every e2e test file names its group on its first line, and a serial one says why', () => {
+    const files = e2eTestFiles();
+    assert.ok(files.length > 10, files.join(' '));
+    const ungrouped = files.filter((f) => !GROUP_LINE.test(readFileSync(path.join(ROOT, f), 'utf8').split('\n')[0]!));
+    assert.deepEqual(ungrouped, []);
+  });
+
+  it('e2e/run.sh refuses a file with no group, naming it, before it builds anything', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'e2e-groups-'));
+    const grouped = path.join(dir, 'grouped.test.ts');
+    const ungrouped = path.join(dir, 'ungrouped.test.ts');
+    writeFileSync(grouped, '// e2e group: shared\n');
+    writeFileSync(ungrouped, '// a test file that forgot its group\n');
+    const run = spawnSync('bash', ['e2e/run.sh'], {
+      cwd: ROOT, encoding: 'utf8',
+      // A release no build exists for: reaching the build would fail differently (and slowly).
+      env: { ...process.env, K8S_VERSION: 'v0.0.0-none', ST_E2E_TESTS: `${grouped} ${ungrouped}` },
+    });
+    assert.equal(run.status, 1, run.stderr);
+    assert.match(run.stderr, new RegExp(`e2e: ${ungrouped} has no group`));
+    assert.doesNotMatch(run.stderr, /\/grouped\.test\.ts has no group/);
+    assert.doesNotMatch(run.stderr, /build-k8s/);
+  });
+});
