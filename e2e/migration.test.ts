@@ -1,4 +1,4 @@
-// e2e group: serial — it installs a CRD of OpenKruise's group, which the controller acts on cluster-wide.
+// e2e group: shared
 // Leaving OpenKruise (docs/migrate-from-openkruise.md) on the local cluster. The OpenKruise chart is
 // not at hand, so a stand-in plays Kruise: the test installs a CRD with Kruise's group, version,
 // names and request fields (containerrecreaterequests.apps.kruise.io), and creates for a Job Pod
