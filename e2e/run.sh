@@ -13,9 +13,9 @@
 # — why`: the shared files (the standard deployment and namespaces of their own only) run side by
 # side, ST_E2E_CONCURRENCY at a time (default 4: 249 to 289 s for the shared files on 2 cores;
 # other numbers not yet measured against it); then the serial ones (they disturb the cluster or the
-# deployment), one at a time. A file with no group fails the
-# run before the cluster comes up. Each file's time is appended to ST_E2E_TIMES when set
-# (`<release>\t<nodes>\t<file>\t<seconds>\t<pass|fail>`), and printed, slowest first, at the end.
+# deployment), one at a time. A file with no group fails the run before the cluster comes up. Each
+# file's time is appended to ST_E2E_TIMES when set (`<release>\t<nodes>\t<file>\t<seconds>\t<pass|fail>`),
+# and printed, slowest first, at the end.
 # `run.sh COMMAND...` runs COMMAND with the cluster up instead of the tests (the demo and the
 # benchmark do), on K8S_VERSION (default: the newest).
 set -euo pipefail
