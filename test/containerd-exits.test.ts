@@ -1,3 +1,4 @@
+// test group: serial — it starts private containerds (1.6 and 2).
 // The runtime side of the agent's exit watch, against a real, private containerd (Debian's 1.6 and
 // containerd 2): the exit stream, a Pod's containers by kubelet's labels, and a container's owner.
 import assert from 'node:assert/strict';

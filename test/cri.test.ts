@@ -1,3 +1,4 @@
+// test group: serial — it starts private containerds (1.6 and 2).
 // ContainerRuntime over CRI against a real, private containerd: Debian's 1.6 and containerd 2.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

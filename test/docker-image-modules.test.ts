@@ -1,3 +1,4 @@
+// test group: serial — it starts a private dockerd.
 // The Docker path against the node_modules of the image the shipped Dockerfile builds: the integration
 // tests of the Docker runtime (test/docker.test.ts, agent/runtime/docker.test.ts) run again with
 // dockerode loaded from the image's /app (test/support/dockerode-from-image.ts), so the packages the

@@ -1,3 +1,4 @@
+// test group: serial — it starts a private dockerd.
 // ContainerRuntime over the Docker Engine API against a real, private dockerd.
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';

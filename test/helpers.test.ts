@@ -1,3 +1,4 @@
+// test group: serial — it starts and kills private containerds and dockerds.
 // The test helpers themselves: private containerd and dockerd start, serve, and leave nothing
 // behind when stopped, even after the daemon was killed hard with containers running.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// test group: serial — it builds the project image and runs it in a private containerd.
 // The project image, built offline by e2e/images/build-project-image.sh, imported into a private
 // containerd and run as the manifests run it (read-only root, no capabilities, default seccomp):
 // proves that the image's Node runtime, its compiled code, dependencies and CRI proto work, that its

@@ -1,6 +1,7 @@
 // Every e2e test file says on its first line whether it runs beside others (shared) or alone
 // (serial, with why), and e2e/run.sh refuses a file that says neither, naming it, before it builds or
-// starts anything.
+// starts anything. Of `npm test`'s files (scripts/test.sh), exactly those that start a daemon of their
+// own say `// test group: serial — why`: they run one at a time, the rest side by side.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,6 +12,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const GROUP_LINE = /^\/\/ e2e group: (shared|serial — \S.*)$/;
+const UNIT_SERIAL_LINE = /^\/\/ test group: serial — \S/;
+/** What starts a daemon of a test's own: a private containerd or dockerd, the project image run in one. */
+const STARTS_A_DAEMON = /support\/(containerd|dockerd|fixtures)\.ts|build-project-image|build-dockerfile/;
 
 function e2eTestFiles(): string[] {
   return readdirSync(path.join(ROOT, 'e2e'), { recursive: true, encoding: 'utf8' })
@@ -18,11 +22,13 @@ function e2eTestFiles(): string[] {
     .map((f) => path.join('e2e', f));
 }
 
+const firstLine = (file: string) => readFileSync(path.join(ROOT, file), 'utf8').split('\n')[0]!;
+
 describe('e2e groups', () => {
   it('every e2e test file names its group on its first line, and a serial one says why', () => {
     const files = e2eTestFiles();
     assert.ok(files.length > 10, files.join(' '));
-    const ungrouped = files.filter((f) => !GROUP_LINE.test(readFileSync(path.join(ROOT, f), 'utf8').split('\n')[0]!));
+    const ungrouped = files.filter((f) => !GROUP_LINE.test(firstLine(f)));
     assert.deepEqual(ungrouped, []);
   });
 
@@ -41,5 +47,16 @@ describe('e2e groups', () => {
     assert.match(run.stderr, new RegExp(`e2e: ${ungrouped} has no group`));
     assert.doesNotMatch(run.stderr, /\/grouped\.test\.ts has no group/);
     assert.doesNotMatch(run.stderr, /build-k8s/);
+  });
+});
+
+describe('npm test groups', () => {
+  it('a file is serial exactly when it starts a daemon of its own', () => {
+    const files = ['test', 'common', 'api', 'rules', 'agent', 'crr', 'bench'].flatMap((dir) =>
+      readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f)))
+      .filter((f) => path.join(ROOT, f) !== fileURLToPath(import.meta.url)); // this file names the patterns
+    assert.ok(files.length > 50, files.join(' '));
+    const wrong = files.filter((f) => UNIT_SERIAL_LINE.test(firstLine(f)) !== STARTS_A_DAEMON.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.deepEqual(wrong, [], 'each starts a daemon without the serial line, or has the line without starting one');
   });
 });
