@@ -4,7 +4,8 @@
 #   containerd or dockerd, a docker build): these run one at a time, their output as it comes.
 # - Every other file runs beside them, ST_TEST_CONCURRENCY at a time (default 4); its output is
 #   printed when the group is done.
-# Extra arguments go to both `node --test` runs (e.g. --test-name-pattern=...).
+# Extra arguments go to both `node --test` runs (e.g. --test-name-pattern=...); `--list` prints each
+# file's group (`serial FILE` or `rest FILE`) and runs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
@@ -13,6 +14,11 @@ serial=() rest=()
 for f in test/**/*.test.ts common/**/*.test.ts api/**/*.test.ts rules/**/*.test.ts agent/**/*.test.ts crr/**/*.test.ts bench/**/*.test.ts; do
   if head -1 "$f" | grep -q '^// test group: serial'; then serial+=("$f"); else rest+=("$f"); fi
 done
+if [ "${1:-}" = --list ]; then
+  printf 'serial %s\n' "${serial[@]}"
+  printf 'rest %s\n' "${rest[@]}"
+  exit 0
+fi
 
 rest_out=$(mktemp)
 trap 'rm -f "$rest_out"' EXIT

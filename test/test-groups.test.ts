@@ -12,9 +12,8 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const GROUP_LINE = /^\/\/ e2e group: (shared|serial — \S.*)$/;
-const UNIT_SERIAL_LINE = /^\/\/ test group: serial — \S/;
 /** What starts a daemon of a test's own: a private containerd or dockerd, the project image run in one. */
-const STARTS_A_DAEMON = /support\/(containerd|dockerd|fixtures)\.ts|build-project-image|build-dockerfile/;
+const STARTS_A_DAEMON = /support\/(containerd|dockerd|fixtures)\.ts|build-(project-image|dockerfile)/;
 
 function e2eTestFiles(): string[] {
   return readdirSync(path.join(ROOT, 'e2e'), { recursive: true, encoding: 'utf8' })
@@ -51,12 +50,15 @@ describe('e2e groups', () => {
 });
 
 describe('npm test groups', () => {
-  it('a file is serial exactly when it starts a daemon of its own', () => {
-    const files = ['test', 'common', 'api', 'rules', 'agent', 'crr', 'bench'].flatMap((dir) =>
-      readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f)))
-      .filter((f) => path.join(ROOT, f) !== fileURLToPath(import.meta.url)); // this file names the patterns
-    assert.ok(files.length > 50, files.join(' '));
-    const wrong = files.filter((f) => UNIT_SERIAL_LINE.test(firstLine(f)) !== STARTS_A_DAEMON.test(readFileSync(path.join(ROOT, f), 'utf8')));
-    assert.deepEqual(wrong, [], 'each starts a daemon without the serial line, or has the line without starting one');
+  it('scripts/test.sh runs a file alone exactly when it starts a daemon of its own, and says why', () => {
+    const listed = spawnSync('bash', ['scripts/test.sh', '--list'], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(listed.status, 0, listed.stderr);
+    const groups = listed.stdout.trim().split('\n').map((line) => line.split(' ') as [string, string]);
+    assert.ok(groups.length > 50, listed.stdout);
+    const source = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+    const wrong = groups.filter(([group, file]) => (group === 'serial') !== STARTS_A_DAEMON.test(source(file))).map(([, file]) => file);
+    assert.deepEqual(wrong, [], 'each starts a daemon but runs beside others, or runs alone without starting one');
+    const noWhy = groups.filter(([group, file]) => group === 'serial' && !/^\/\/ test group: serial — \S/.test(firstLine(file))).map(([, file]) => file);
+    assert.deepEqual(noWhy, [], 'a serial file says why on its first line');
   });
 });
