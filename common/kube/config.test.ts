@@ -166,12 +166,13 @@ users: [{name: u, user: {${user}}}]
 
 describe('credential plugins', () => {
   it('exec: runs the plugin (relative command, args, env) once for requests at once, again after the expiry', async () => {
-    const { path, runs } = execKubeconfig('https://h', 1500);
+    // Good for 5 s: long enough that the first four calls come within it on a loaded machine.
+    const { path, runs } = execKubeconfig('https://h', 5000);
     const conn = loadKubeConfig(path, {});
     assert.deepEqual(await Promise.all([conn.token!(), conn.token!(), conn.token!()]), ['tok-1', 'tok-1', 'tok-1']);
     assert.equal(await conn.token!(), 'tok-1');
     assert.equal(runs(), 1);
-    await sleep(1600);
+    await sleep(5100);
     assert.equal(await conn.token!(), 'tok-2');
     assert.equal(runs(), 2);
   });
@@ -262,12 +263,14 @@ describe('KubeClient with a plugin token, over TLS', () => {
 
   it('sends the exec plugin token, verified against the kubeconfig CA, and the renewed one after the expiry', async () => {
     seen.length = 0;
-    const { path, runs } = execKubeconfig(url, 1000, `, certificate-authority: "${join(dir, 'ca.crt')}"`);
+    // A token good for 5 s: the second request comes well within it even on a loaded machine (with
+    // 1 s, a busy CI machine saw it expire first), and the third after it.
+    const { path, runs } = execKubeconfig(url, 5000, `, certificate-authority: "${join(dir, 'ca.crt')}"`);
     const client = new KubeClient(loadKubeConfig(path, {}));
     try {
       assert.deepEqual(await client.get('/version'), { gitVersion: 'v1.33.0' });
       await client.get('/version');
-      await sleep(1100);
+      await sleep(5100);
       await client.get('/version');
     } finally {
       client.close();
