@@ -37,8 +37,13 @@ const CLUSTER_QUICK_EXIT = 'sidecar-terminator.local/quick-exit:1';
 const QUICK_EXIT = `${RELEASED_QUICK_EXIT_IMAGE}:e2e`;
 const WITH_IMAGE = { name: 'KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE', value: QUICK_EXIT };
 const AGENTLESS_LABEL = 'sidecar-terminator.dev/e2e-agentless';
-/** Long enough that the selector's first Job (about 20 s after the controller starts) is swapped well inside it, short for a test. */
-const AGENTLESS_AFTER_SECONDS = 45;
+type Variant = 'no-agent' | 'stale-selector';
+/**
+ * The controller's --agentless-after-seconds. With no agent: long enough that the selector's first
+ * Job (about 20 s after the controller starts) is swapped well inside it, short for a test. With the
+ * stale selector, nothing is looked at before the wait is over: shorter still.
+ */
+const AGENTLESS_AFTER_SECONDS: Record<Variant, number> = { 'no-agent': 45, 'stale-selector': 10 };
 
 /** The controller's agent selector as an overlay that relabelled the agent leaves it: matching none. */
 const STALE_AGENT_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator-relabelled,app.kubernetes.io/component=agent';
@@ -47,7 +52,7 @@ const STALE_AGENT_SELECTOR = 'app.kubernetes.io/name=sidecar-terminator-relabell
  * The e2e overlay with the controller's agentless flags, and either the agent kept off every node or
  * the controller's agent selector matching no agent.
  */
-function writeAgentlessOverlay(variant: 'no-agent' | 'stale-selector'): string {
+function writeAgentlessOverlay(variant: Variant): string {
   const dir = join(clusterEnv().clusterDir, `agentless-overlay-${variant}`);
   mkdirSync(dir, { recursive: true });
   const agentPatch = variant === 'no-agent' ? `
@@ -69,7 +74,7 @@ patches:${agentPatch}
     patch: |-
       - op: add
         path: /spec/template/spec/containers/0/args/-
-        value: --agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}
+        value: --agentless-after-seconds=${AGENTLESS_AFTER_SECONDS[variant]}
       - op: add
         path: /spec/template/spec/containers/0/args/-
         value: --agentless-node-selector=${AGENTLESS_LABEL}=true${selectorPatch}
@@ -78,20 +83,21 @@ patches:${agentPatch}
 }
 
 /** Applies the variant and waits for a leader running it; returns when its container started. */
-async function applyAgentless(variant: 'no-agent' | 'stale-selector'): Promise<{ leader: V1Pod; startedMs: number }> {
+async function applyAgentless(variant: Variant): Promise<{ leader: V1Pod; startedMs: number }> {
   kubectl('apply', '-k', writeAgentlessOverlay(variant));
   kubectl('-n', NAMESPACE, 'rollout', 'status', `deployment/${CONTROLLER}`, '--timeout=180s');
   kubectl('-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENT}`, '--timeout=180s');
   const leader = await waitFor(async () => {
     const l = await controllerLeader(90_000);
     const args = l.spec!.containers[0]!.args!;
-    return args.includes(`--agentless-after-seconds=${AGENTLESS_AFTER_SECONDS}`) && args.some((a) => a.includes(STALE_AGENT_SELECTOR)) === (variant === 'stale-selector') ? l : undefined;
+    return args.includes(`--agentless-after-seconds=${AGENTLESS_AFTER_SECONDS[variant]}`) && args.some((a) => a.includes(STALE_AGENT_SELECTOR)) === (variant === 'stale-selector') ? l : undefined;
   }, { description: `a leader with the ${variant} flags`, timeoutMs: 120_000 });
   return { leader, startedMs: new Date(leader.status!.containerStatuses![0]!.state!.running!.startedAt!).getTime() };
 }
 
-/** Resolves 10 s after the agentless wait, counted from the leader's start, is over. */
-const pastTheWait = (startedMs: number) => new Promise((r) => setTimeout(r, Math.max(0, startedMs + (AGENTLESS_AFTER_SECONDS + 10) * 1000 - Date.now())));
+/** Resolves 10 s after the variant's agentless wait, counted from its leader's start, is over. */
+const pastTheWait = (variant: Variant, startedMs: number) =>
+  new Promise((r) => setTimeout(r, Math.max(0, startedMs + (AGENTLESS_AFTER_SECONDS[variant] + 10) * 1000 - Date.now())));
 
 /** The leader's log says that no agent Pod matches its selector. */
 function saysNoAgentMatches(leader: V1Pod): boolean {
@@ -166,8 +172,9 @@ describe('R22: a node where no agent runs', () => {
     assert.ok(swap && more.length === 0, 'one ReplacingSidecarImage event');
     assert.match(swap.message ?? '', /node without an agent/);
     // The selector, not the absence of an agent, made the node agentless: that would take the wait.
-    assert.ok(eventTimeMs(swap) < controllerStartedMs + AGENTLESS_AFTER_SECONDS * 1000,
-      `swapped ${eventTimeMs(swap) - controllerStartedMs} ms after the controller started, before the ${AGENTLESS_AFTER_SECONDS} s wait`);
+    const waitSeconds = AGENTLESS_AFTER_SECONDS['no-agent'];
+    assert.ok(eventTimeMs(swap) < controllerStartedMs + waitSeconds * 1000,
+      `swapped ${eventTimeMs(swap) - controllerStartedMs} ms after the controller started, before the ${waitSeconds} s wait`);
   });
 
   it('named by the selector, a sidecar with only the request marker: one Warning saying to add ..._WITH_IMAGE', async () => {
@@ -196,7 +203,7 @@ describe('R22: a node where no agent runs', () => {
 
   it('not named, no agent Pod on any node: past the wait the node is still real (a request, no swap), and the controller says what is wrong', async () => {
     kubectl('label', 'node', node, `${AGENTLESS_LABEL}-`);
-    await pastTheWait(controllerStartedMs);
+    await pastTheWait('no-agent', controllerStartedMs);
     await runMarkedJob(namespace!, 'no-agent', [SIDECAR_MARK, WITH_IMAGE]);
     const pod = await waitFor(async () => {
       const p = await onlyPod(namespace!, 'no-agent');
@@ -213,7 +220,7 @@ describe('R22: a node where no agent runs', () => {
 
   it('an agent selector that matches no agent (an overlay relabelled the agent): past the wait, no swap on the node where the agent runs; the request stops the sidecar, and the controller says what is wrong', async () => {
     const { leader: relabelled, startedMs } = await applyAgentless('stale-selector');
-    await pastTheWait(startedMs);
+    await pastTheWait('stale-selector', startedMs);
     await runMarkedJob(namespace!, 'relabelled', [SIDECAR_MARK, WITH_IMAGE]);
     const { type } = await finishedJob(namespace!, 'relabelled');
     assert.equal(type, 'Complete');

@@ -7,10 +7,10 @@ import { GROUP, PLURAL, VERSION } from '../../api/container-recreate-request.ts'
 import { clients, clusterEnv } from './cluster.ts';
 import { waitFor } from './wait.ts';
 
-export async function createRequest(namespace: string, name: string, spec: CRRSpec): Promise<void> {
+export async function createRequest(namespace: string, name: string, spec: CRRSpec, labels?: Record<string, string>): Promise<void> {
   await clients().kc.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
     group: GROUP, version: VERSION, plural: PLURAL, namespace,
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest', metadata: { name }, spec },
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ContainerRecreateRequest', metadata: { name, ...(labels ? { labels } : {}) }, spec },
   });
 }
 
