@@ -250,7 +250,10 @@ describe('Job sidecar termination on the local cluster', () => {
     };
     await core.createNamespacedPod({ namespace, body: always });
     if (native) assert.equal((await finishedJob('native')).type, 'Complete');
-    await sleep(8_000); // several resyncs of the controller
+    // Its sidecar running first (a busy node takes a while to start it), then several resyncs of the controller.
+    await waitFor(async () => containerStatus(await core.readNamespacedPod({ namespace, name: 'always' }), 'proxy')?.state?.running,
+      { description: 'the Always Pod\'s sidecar running', timeoutMs: 60_000 });
+    await sleep(8_000);
     const pod = await core.readNamespacedPod({ namespace, name: 'always' });
     assert.deepEqual(await requestsFor(pod), []);
     if (native) assert.deepEqual(await requestsFor(await onlyPod('native')), []);
