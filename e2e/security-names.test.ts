@@ -7,6 +7,7 @@
 // - A Pod bound to a node that does not exist: one Warning, and no retry at the queue's pace.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { LABEL_ACTIVE, LABEL_NODE_NAME, LABEL_POD_UID } from '../api/container-recreate-request.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
 import { NAMESPACE, controllerLeader, deployProject } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
@@ -18,7 +19,6 @@ import { sleep, waitFor } from './support/wait.ts';
 import { containerStatus, jobPods } from './support/workloads.ts';
 
 const { core } = clients();
-const LABEL = { node: 'crr.sidecar-terminator.dev/node-name', uid: 'crr.sidecar-terminator.dev/pod-uid', active: 'crr.sidecar-terminator.dev/active' };
 
 let ns: string;
 
@@ -41,7 +41,7 @@ describe('security: names that are not the Job\'s own (issue 24)', () => {
       return p && containerStatus(p, 'main')?.state?.running ? p : undefined;
     }, { description: 'the Job\'s Pod running', timeoutMs: 90_000 });
     const uid = pod.metadata!.uid!;
-    const squatter = { [LABEL.node]: 'elsewhere', [LABEL.uid]: uid, [LABEL.active]: 'true' };
+    const squatter = { [LABEL_NODE_NAME]: 'elsewhere', [LABEL_POD_UID]: uid, [LABEL_ACTIVE]: 'true' };
     for (const name of [`sidecar-termination-${uid}`, `sidecar-termination-${uid}-1000`]) {
       await createRequest(ns, name, { podName: pod.metadata!.name!, containers: [{ name: 'proxy' }] }, squatter);
     }
@@ -54,7 +54,7 @@ describe('security: names that are not the Job\'s own (issue 24)', () => {
     const lagMs = new Date(proxyDone).getTime() - new Date(mainDone).getTime();
     assert.ok(lagMs < 30_000, `the sidecar stopped ${lagMs} ms after the main`);
     const ours = await jobs.readRequest(ns, `sidecar-termination-${uid}-2`);
-    assert.equal(ours?.metadata.labels?.[LABEL.node], clusterEnv().nodeName, 'the next free name, ours');
+    assert.equal(ours?.metadata.labels?.[LABEL_NODE_NAME], clusterEnv().nodeName, 'the next free name, ours');
   });
 
   it('a Pod bound to a node that does not exist: one SidecarNodeNotFound Warning, not a retry every second', async () => {
