@@ -26,8 +26,8 @@ const { core } = clients();
 let namespace: string;
 const features = versionFeatures();
 const version = clusterEnv().k8sVersion;
-/** Per-test directories on the node (this machine), mounted into the Pods as /shared. */
-const HOST_ROOT = '/tmp/sidecar-terminator-e2e-restarts';
+/** Per-test directories on the node (in the cluster's state directory), mounted into the Pods as /shared. */
+const HOST_ROOT = `${clusterEnv().clusterDir}/restarts`;
 
 /** Appends `<who> <what>` to the journal and prints it. */
 const LOG = (who: string) => `log() { echo "${who} $*" >> /shared/journal; echo "$*"; }`;

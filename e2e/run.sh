@@ -3,12 +3,14 @@
 #   builds (or reuses) the Kubernetes binaries, brings the cluster up, runs e2e/*.test.ts on one
 #   node (or e2e/nodes/*.test.ts on ST_NODES=2..4 nodes), and always tears the cluster down,
 #   exiting with the tests' status.
-# Run as `npm run e2e` (root): the suite runs on the oldest and then on the newest supported
-# release (e2e/cluster/versions.env), then the many-node tests on the newest with three nodes;
+# Run as `npm run e2e` (root): the suite runs on the oldest and on the newest supported release
+# (e2e/cluster/versions.env), and the many-node tests on the newest with three nodes. The newest
+# runs in a network of its own (cluster/own-network.sh), beside the other two: it starts when the
+# oldest's shared files are done, and the three nodes start when the oldest is down.
 # `K8S_VERSION=v1.x.y npm run e2e` runs the suite on one release (`ST_NODES=3` for the many-node
 # tests there, 1.30+).
-# ST_CLUSTER_DIR overrides the state directory; ST_E2E_TESTS (space-separated files or globs)
-# runs a subset.
+# ST_CLUSTER_DIR overrides the state directory (the newest's is the same with -own-network after
+# it); ST_E2E_TESTS (space-separated files or globs) runs a subset.
 # Each test file says its group on its first line, `// e2e group: shared` or `// e2e group: serial
 # — why`: the shared files (the standard deployment and namespaces of their own only) run side by
 # side, ST_E2E_CONCURRENCY at a time (default 4: 249 to 289 s for the shared files on 2 cores;
@@ -27,15 +29,38 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   source e2e/cluster/versions.env
   ST_E2E_TIMES=${ST_E2E_TIMES:-$(mktemp)}
   export ST_E2E_TIMES
-  failed=()
-  for version in "$K8S_OLDEST" "$K8S_NEWEST"; do
-    echo "e2e: ===== Kubernetes $version ====="
-    K8S_VERSION=$version ST_NODES=1 bash "$0" || failed+=("$version")
-  done
-  echo "e2e: ===== Kubernetes $K8S_NEWEST, three nodes ====="
-  K8S_VERSION=$K8S_NEWEST ST_NODES=3 bash "$0" || failed+=("$K8S_NEWEST (three nodes)")
+  # The three runs overlap where the machine has room: the newest release starts in a network of its
+  # own (cluster/own-network.sh) once the oldest's shared files are done (the serial ones mostly
+  # wait), and the three nodes on the host's network once the oldest is down. Each line they print
+  # starts with its run's name.
+  runs=$(mktemp -d)
+  trap 'rm -rf "$runs"' EXIT
+  # run_named NAME COMMAND...: COMMAND's output, each line after "[NAME] "; its status in $runs.
+  run_named() {
+    local name=$1 status=0
+    shift
+    { "$@" 2>&1 || status=$?; echo "$status" >"$runs/$name.status"; } | sed -u "s|^|[$name] |"
+  }
+  oldest_shared_done=$runs/oldest-shared-done
+  run_named "$K8S_OLDEST" env K8S_VERSION="$K8S_OLDEST" ST_NODES=1 ST_E2E_SHARED_DONE="$oldest_shared_done" bash "$0" &
+  oldest=$!
+  (
+    while [ ! -e "$oldest_shared_done" ] && kill -0 "$oldest" 2>/dev/null; do sleep 1; done
+    own_state=${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}-own-network
+    lock=${ST_E2E_LOCK:-/tmp/sidecar-terminator-e2e.lock}
+    run_named "$K8S_NEWEST" env K8S_VERSION="$K8S_NEWEST" ST_NODES=1 ST_CLUSTER_DIR="$own_state" \
+      ST_E2E_LOCK="${lock%.lock}-own-network.lock" bash e2e/cluster/own-network.sh bash "$0"
+  ) &
+  newest=$!
+  wait "$oldest"
+  run_named "$K8S_NEWEST, three nodes" env K8S_VERSION="$K8S_NEWEST" ST_NODES=3 bash "$0"
+  wait "$newest"
   bash e2e/file-times.sh "$ST_E2E_TIMES"
-  [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed on Kubernetes ${failed[*]}" >&2; exit 1; }
+  failed=()
+  for name in "$K8S_OLDEST" "$K8S_NEWEST" "$K8S_NEWEST, three nodes"; do
+    [ "$(cat "$runs/$name.status" 2>/dev/null)" = 0 ] || failed+=("$name")
+  done
+  [ ${#failed[@]} -eq 0 ] || { printf 'e2e: failed on Kubernetes %s\n' "${failed[@]}" >&2; exit 1; }
   exit 0
 fi
 # One release from here on: K8S_VERSION, or the newest (versions.env) when unset.
@@ -132,6 +157,7 @@ run_group() {
 mapfile -t shared < <(for f in "${shared[@]}"; do printf '%s %s\n' "$(wc -c <"$f")" "$f"; done | sort -rn | cut -d' ' -f2)
 status=0
 run_group shared "${ST_E2E_CONCURRENCY:-4}" "${shared[@]}" || status=1
+[ -z "${ST_E2E_SHARED_DONE:-}" ] || touch "$ST_E2E_SHARED_DONE"
 run_group serial 1 "${serial[@]}" || status=1
 [ -n "${ST_E2E_TIMES:-}" ] || bash e2e/file-times.sh "$times"
 exit "$status"

@@ -69,15 +69,15 @@ while [ "$p" -gt 1 ] 2>/dev/null; do
   protected+="$p "
 done
 our_pids() {
-  local pid
+  local pid cgroups
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
     case $protected in *" $pid "*) continue ;; esac
     if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF "$ST/"; then echo "$pid"; fi
   done
   # Container processes (reparented to PID 1 if their shim died) sit in kubelets' cgroups.
-  find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/sidecar-terminator-node-* -name cgroup.procs \
-    -exec cat {} + 2>/dev/null
+  cgroups=$(cluster_cgroups)
+  [ -z "$cgroups" ] || find $cgroups -name cgroup.procs -exec cat {} + 2>/dev/null
 }
 for sig in TERM KILL KILL; do
   pids=$(our_pids | sort -un)
@@ -170,22 +170,16 @@ conntrack -D -d "$POD_CIDR" >/dev/null 2>&1
 conntrack -D -d "$SERVICE_IP" >/dev/null 2>&1
 
 # 8. Cgroups the kubelet and runc created (empty once the processes are gone), deepest first.
-for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/sidecar-terminator-node-*; do
+for root in $(cluster_cgroups); do
   [ -d "$root" ] || continue
   find "$root" -depth -type d -exec rmdir {} \; 2>/dev/null
   if [ -d "$root" ]; then log "WARNING: cgroup $root left"; problems=1; fi
 done
 
-# 9. Kernel settings kubelet changes: back to what they were before up.sh.
-if [ -f "$ST_RUN/sysctl.orig" ]; then
-  while IFS= read -r kv; do
-    [ -n "$kv" ] || continue
-    k=${kv%%=*}; v=${kv#*=}
-    [ "$(sysctl -n "$k" 2>/dev/null)" = "$v" ] || sysctl -qw "$k=$v" >/dev/null 2>&1 || { log "WARNING: could not restore $kv"; problems=1; }
-  done <"$ST_RUN/sysctl.orig"
-else
-  for kv in "${DEFAULT_SYSCTLS[@]}"; do sysctl -qw "$kv" >/dev/null 2>&1; done
-fi
+# 9. Kernel settings kubelet and kube-proxy change: the network's back to what they were before
+#    up.sh; the machine's when no other cluster is up (lib.sh).
+if [ -f "$ST_RUN/sysctl.orig" ]; then restore_sysctls "$ST_RUN/sysctl.orig" || problems=1; fi
+release_host || problems=1
 
 # 10. Files outside $ST: kubelet's /var/log/containers symlinks into $ST, its device-plugins
 #     socket, libcni's result cache; directories up.sh found missing are removed entirely.

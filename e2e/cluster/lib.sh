@@ -35,16 +35,65 @@ case $ST_CONTAINERD in
   *) echo "ST_CONTAINERD=$ST_CONTAINERD: expected 1.6 or 2" >&2; exit 1 ;;
 esac
 
-# Kernel settings that kubelet (and kube-proxy) may change; saved by up.sh, restored by down.sh.
-TRACKED_SYSCTLS=(
+# Kernel settings that kubelet (and kube-proxy) may change. The machine's are one for every cluster on
+# it: the first cluster up saves them and the last one down restores them (claim_host,
+# release_host). A network's are its own: each cluster saves them in up.sh and restores them in
+# down.sh (a cluster in a network namespace of its own, own-network.sh, has fresh ones).
+MACHINE_SYSCTLS=(
   vm.overcommit_memory kernel.panic kernel.panic_on_oops vm.panic_on_oom
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+)
+NETWORK_SYSCTLS=(
   net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables net.ipv4.ip_forward
   net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
   net.netfilter.nf_conntrack_tcp_timeout_close_wait
 )
 # What these machines are expected to have when no saved copy exists.
 DEFAULT_SYSCTLS=(vm.overcommit_memory=0 kernel.panic=1 kernel.panic_on_oops=0)
+
+# The clusters up on this machine, one file each, and the machine's settings from before the first.
+HOST_CLAIMS=${ST_HOST_CLAIMS:-/tmp/sidecar-terminator-host}
+# save_sysctls NAME...: NAME=VALUE lines for the ones this kernel has.
+save_sysctls() {
+  local s v
+  for s in "$@"; do v=$(sysctl -n "$s" 2>/dev/null) && echo "$s=$v"; done
+}
+# restore_sysctls FILE: back to the NAME=VALUE lines in FILE.
+restore_sysctls() {
+  local kv k v rc=0
+  while IFS= read -r kv; do
+    [ -n "$kv" ] || continue
+    k=${kv%%=*} v=${kv#*=}
+    [ "$(sysctl -n "$k" 2>/dev/null)" = "$v" ] || sysctl -qw "$k=$v" >/dev/null 2>&1 || { log "WARNING: could not restore $kv"; rc=1; }
+  done <"$1"
+  return "$rc"
+}
+# claim_host: this cluster is up; the first one saves the machine's settings.
+claim_host() {
+  mkdir -p "$HOST_CLAIMS/clusters"
+  (
+    flock 8
+    [ -n "$(ls -A "$HOST_CLAIMS/clusters")" ] || save_sysctls "${MACHINE_SYSCTLS[@]}" >"$HOST_CLAIMS/sysctl.orig"
+    touch "$HOST_CLAIMS/clusters/$(echo "$ST" | tr / _)"
+  ) 8>>"$HOST_CLAIMS.lock"
+}
+# release_host: this cluster is down; the last one restores the machine's settings (or, with no
+# saved copy, the expected ones) and removes the claims.
+release_host() {
+  (
+    flock 8
+    rm -f "$HOST_CLAIMS/clusters/$(echo "$ST" | tr / _)"
+    [ -z "$(ls -A "$HOST_CLAIMS/clusters" 2>/dev/null)" ] || exit 0
+    if [ -f "$HOST_CLAIMS/sysctl.orig" ]; then
+      restore_sysctls "$HOST_CLAIMS/sysctl.orig"
+    else
+      restore_sysctls <(printf '%s\n' "${DEFAULT_SYSCTLS[@]}")
+    fi
+    local rc=$?
+    rm -rf "$HOST_CLAIMS"
+    exit "$rc"
+  ) 8>>"$HOST_CLAIMS.lock"
+}
 
 # Paths outside $ST that the cluster creates if they are missing; down.sh removes the ones up.sh
 # found missing (their contents are ours then).
@@ -72,8 +121,21 @@ node_dir() { if [ "$1" = 1 ]; then echo "$ST"; else echo "$ST/nodes/$1"; fi; }
 containerd_sock() { if [ "$1" = 1 ]; then echo "$CONTAINERD_SOCK"; else echo "$(node_dir "$1")/containerd/containerd.sock"; fi; }
 # node_component NAME K: the component's name on node K (containerd, containerd-2, ...).
 node_component() { if [ "$2" = 1 ]; then echo "$1"; else echo "$1-$2"; fi; }
-# The cgroup under which node K's kubelet puts its Pods (node 1's is the root, as usual).
-node_cgroup_root() { if [ "$1" = 1 ]; then echo /; else echo "/sidecar-terminator-node-$1"; fi; }
+# The cgroup under which node K's kubelet puts its Pods: node 1's is the root, as usual, except in a
+# network of its own (own-network.sh), where a cluster runs beside one on the host's network and
+# takes a cgroup named after its state directory.
+CLUSTER_CGROUP=""
+[ "${ST_IN_OWN_NETWORK:-0}" != 1 ] || CLUSTER_CGROUP=/$(basename "$ST")
+# cluster_cgroups: the cgroups (in every hierarchy) under which this cluster's Pods run.
+cluster_cgroups() {
+  if [ -n "$CLUSTER_CGROUP" ]; then
+    ls -d /sys/fs/cgroup/*"$CLUSTER_CGROUP" 2>/dev/null
+  else
+    ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/sidecar-terminator-node-* 2>/dev/null
+  fi
+  return 0
+}
+node_cgroup_root() { if [ "$1" = 1 ]; then echo "${CLUSTER_CGROUP:-/}"; else echo "$CLUSTER_CGROUP/sidecar-terminator-node-$1"; fi; }
 # Host paths a kubelet or libcni uses whatever its flags say: a private copy each on nodes 2..N.
 NODE_PRIVATE_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /var/log/pods)
 

@@ -59,9 +59,8 @@ on_failure() {
 trap on_failure EXIT
 
 # Everything we may change outside $ST is recorded so down.sh can undo exactly that.
-for s in "${TRACKED_SYSCTLS[@]}"; do
-  v=$(sysctl -n "$s" 2>/dev/null) && echo "$s=$v"
-done >"$ST_RUN/sysctl.orig"
+claim_host
+save_sysctls "${NETWORK_SYSCTLS[@]}" >"$ST_RUN/sysctl.orig"
 nft list tables >"$ST_RUN/nft-tables.orig" 2>/dev/null || true
 nfacct list 2>/dev/null | sed -n 's/.* = \(.*\);$/\1/p' >"$ST_RUN/nfacct.orig" || true
 # Paths outside $ST that kubelet, libcni or mount(8) create regardless of our flags
@@ -339,16 +338,23 @@ node_kubelet() {
   local k=$1 nd c cgroup_root port healthz_port
   nd=$(node_dir "$k") c=$(node_component kubelet "$k") cgroup_root=$(node_cgroup_root "$k")
   port=10250 healthz_port=10248
-  if [ "$k" != 1 ]; then
-    port=$(( 12000 + 10 * k )) healthz_port=$(( 12000 + 10 * k + 8 ))
-    # Its cgroup in every v1 hierarchy, with cpuset's CPUs and memory nodes from the root's.
-    local h
+  [ "$k" = 1 ] || port=$(( 12000 + 10 * k )) healthz_port=$(( 12000 + 10 * k + 8 ))
+  if [ "$cgroup_root" != / ]; then
+    # Its cgroup (below the cluster's, if any) in every v1 hierarchy, with cpuset's CPUs and memory
+    # nodes from its parent's.
+    local h dir parent dirs=()
+    [ -z "$CLUSTER_CGROUP" ] || [ "$CLUSTER_CGROUP" = "$cgroup_root" ] || dirs+=("$CLUSTER_CGROUP")
+    dirs+=("$cgroup_root")
     for h in $(awk '$3 == "cgroup" { print $2 }' /proc/mounts); do
-      mkdir -p "$h$cgroup_root"
-      if [ -f "$h/cpuset.cpus" ]; then
-        cat "$h/cpuset.cpus" >"$h$cgroup_root/cpuset.cpus"
-        cat "$h/cpuset.mems" >"$h$cgroup_root/cpuset.mems"
-      fi
+      parent=$h
+      for dir in "${dirs[@]}"; do
+        mkdir -p "$h$dir"
+        if [ -f "$h/cpuset.cpus" ]; then
+          cat "$parent/cpuset.cpus" >"$h$dir/cpuset.cpus"
+          cat "$parent/cpuset.mems" >"$h$dir/cpuset.mems"
+        fi
+        parent=$h$dir
+      done
     done
   fi
   cat >"$nd/kubelet/config.yaml" <<EOF
@@ -361,7 +367,7 @@ failCgroupV1: false
 oomScoreAdj: 0
 maxOpenFiles: 20000
 containerRuntimeEndpoint: unix://$(containerd_sock "$k")
-$([ "$k" = 1 ] || echo "cgroupRoot: $cgroup_root")
+$([ "$cgroup_root" = / ] || echo "cgroupRoot: $cgroup_root")
 port: $port
 authentication:
   anonymous:
