@@ -46,6 +46,10 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
   oldest=$!
   (
     while [ ! -e "$oldest_shared_done" ] && kill -0 "$oldest" 2>/dev/null; do sleep 1; done
+    # Built (or waited for) on the host's network: nothing is reached from its own.
+    for build in build-k8s build-helm build-containerd; do
+      K8S_VERSION=$K8S_NEWEST bash "e2e/cluster/$build.sh" >/dev/null
+    done
     own_state=${ST_CLUSTER_DIR:-/tmp/sidecar-terminator-cluster}-own-network
     lock=${ST_E2E_LOCK:-/tmp/sidecar-terminator-e2e.lock}
     run_named "$K8S_NEWEST" env K8S_VERSION="$K8S_NEWEST" ST_NODES=1 ST_CLUSTER_DIR="$own_state" \

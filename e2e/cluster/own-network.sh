@@ -5,6 +5,8 @@
 # /run, /var/lib and /var/log, where kubelet and libcni keep what their flags do not move. lib.sh
 # gives its Pods a cgroup of their own; the machine's kernel settings stay shared (claim_host).
 # Nothing mounted in it shows on the host, and both namespaces end with its last process.
+# Nothing outside is reached from it: what COMMAND builds (build-k8s.sh, build-helm.sh,
+# build-containerd.sh) must be built first.
 # Usage: own-network.sh COMMAND...
 set -euo pipefail
 if [ "${ST_IN_OWN_NETWORK:-0}" != 1 ]; then
