@@ -41,6 +41,12 @@ if [ $# -eq 0 ] && [ -z "${K8S_VERSION:-}" ]; then
     shift
     { "$@" 2>&1 || status=$?; echo "$status" >"$runs/$name.status"; } | sed -u "s|^|[$name] |"
   }
+  # The helm test's release directory, made once here on the host's network when not given (its
+  # image build installs npm packages, which the newest's own network cannot reach).
+  if [ -z "${ST_RELEASE_DIR:-}" ]; then
+    bash scripts/release.sh "$runs/release"
+    export ST_RELEASE_DIR=$runs/release
+  fi
   oldest_shared_done=$runs/oldest-shared-done
   run_named "$K8S_OLDEST" env K8S_VERSION="$K8S_OLDEST" ST_NODES=1 ST_E2E_SHARED_DONE="$oldest_shared_done" bash "$0" &
   oldest=$!

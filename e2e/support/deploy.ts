@@ -4,7 +4,7 @@
 // (image name, the cluster's runtime directory, fast resyncs for tests).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -50,6 +50,13 @@ export function writeOverlay(
   dir = join(clusterEnv().clusterDir, 'overlay'),
 ): string {
   mkdirSync(dir, { recursive: true });
+  // Shared files deploy at the same moment: each file is replaced whole, so that no `kubectl apply
+  // -k` reads one half written (a patch read empty rolls the shipped settings out).
+  const write = (file: string, text: string) => {
+    const partial = join(dir, `.${file}.${process.pid}`);
+    writeFileSync(partial, text);
+    renameSync(partial, join(dir, file));
+  };
   const [name, tag] = IMAGE.split(':');
   // Fast resyncs for tests: appended to the base's flags, which stay as shipped.
   const resync = (kind: string, target: string) => `  - target: {kind: ${kind}, name: ${target}}
@@ -57,7 +64,7 @@ export function writeOverlay(
       - op: add
         path: /spec/template/spec/containers/0/args/-
         value: --resync-seconds=5`;
-  writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1
+  write('kustomization.yaml', `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - ${relative(dir, resources)}
@@ -74,7 +81,7 @@ ${resync('Deployment', CONTROLLER)}
 `);
   // The cluster's containerd socket lives in its state directory, not the host's /run. One object
   // per patch file: 1.27's kubectl takes no more.
-  writeFileSync(join(dir, 'agent-settings.yaml'), `apiVersion: apps/v1
+  write('agent-settings.yaml', `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
   name: ${AGENT}
@@ -88,7 +95,7 @@ spec:
       volumes:
 ${runtimeVolume(resources)}
 `);
-  writeFileSync(join(dir, 'controller-settings.yaml'), `apiVersion: apps/v1
+  write('controller-settings.yaml', `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: ${CONTROLLER}
@@ -100,7 +107,7 @@ spec:
         - name: controller
           imagePullPolicy: Never
 `);
-  writeFileSync(join(dir, 'settings.yaml'), `apiVersion: v1
+  write('settings.yaml', `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: sidecar-terminator-settings
