@@ -22,7 +22,9 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 # helm's go.mod names the client-go release it is built against; helm's own build passes it (as
 # Kubernetes 1.<minor>) to the version `helm template` and `helm lint` assume without a cluster.
-modfile=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+download=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION") \
+  || { echo "build-helm: could not download helm.sh/helm/v3@$HELM_VERSION: $(echo "$download" | sed -n 's/.*"Error": "\(.*\)".*/\1/p')" >&2; exit 1; }
+modfile=$(echo "$download" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
 client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$modfile")
 k8s_minor=${client_go#v0.}; k8s_minor=${k8s_minor%%.*}
 [ -n "$k8s_minor" ] || { echo "build-helm: no k8s.io/client-go in $modfile" >&2; exit 1; }
