@@ -88,6 +88,12 @@ export function createAgentMetrics() {
       labelNames: ['resource'] as const,
       registers: [registry],
     }),
+    unreadableObjects: new Counter({
+      name: 'sidecar_terminator_agent_unreadable_objects_total',
+      help: 'Objects left out of a list or watch because they could not be read (served over the answer cap, or not JSON), by resource.',
+      labelNames: ['resource'] as const,
+      registers: [registry],
+    }),
   };
 }
 

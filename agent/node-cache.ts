@@ -31,7 +31,7 @@ export interface NodePod {
 export interface NodeCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
   nodeName: string;
-  metrics: Pick<AgentMetrics, 'watchRestarts'>;
+  metrics: Pick<AgentMetrics, 'watchRestarts' | 'unreadableObjects'>;
   log: Logger;
 }
 
@@ -61,9 +61,14 @@ export class NodeCache {
         this.onRequestChange.tell(r);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+      onUnreadable: () => metrics.unreadableObjects.inc({ resource: 'containerrecreaterequests' }),
       log,
     });
-    this.policyStore = new PolicyStore({ client, log, onRestart: (resource) => metrics.watchRestarts.inc({ resource }), ...POLICY_WATCH });
+    this.policyStore = new PolicyStore({
+      client, log, ...POLICY_WATCH,
+      onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
+      onUnreadable: (resource) => metrics.unreadableObjects.inc({ resource }),
+    });
     this.policies = new PoliciesInEffect(this.policyStore);
     // Only compact projections of each Pod on this node are kept; the sidecar rules' one only for
     // Pods their markers or a policy may concern.
@@ -84,6 +89,7 @@ export class NodeCache {
         else this.onPodGone.tell(namespace, name);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+      onUnreadable: () => metrics.unreadableObjects.inc({ resource: 'pods' }),
       log,
     });
     this.policyStore.relistOnChange(this.pods);

@@ -64,4 +64,6 @@ export const EVENT_REASONS = {
   policyAudit: 'SidecarPolicyAudit',
   /** A well-known sidecar nobody marked keeps the Pod running after its other containers are done. */
   unmarkedSidecarHoldsPod: 'UnmarkedSidecarHoldingPod',
+  /** The API server serves the Pod as more than the controller reads (or not as JSON): it is left alone. */
+  podUnreadable: 'SidecarTerminatorCannotReadPod',
 } as const;

@@ -194,4 +194,40 @@ describe('ProjectingInformer', () => {
     assert.deepEqual(watchFrom(api), ['1', '2']);
     assert.equal(lists(api).length, 1);
   });
+
+  it('R48: an object it cannot read (over the answer cap) is left out as if deleted, counted and logged once, and list and watch go on past it', async () => {
+    // An owner "huge" is served as over the cap, as a Pod full of `<` is.
+    const api = new FakeKubeApi({ oversized: (x) => x.owner === 'huge' });
+    for (const name of ['a', 'b', 'c', 'd']) api.set(at(name), obj(name, name === 'b' ? 'huge' : 'p'));
+    const changes: string[] = [];
+    const unreadable: string[] = [];
+    const logged: string[] = [];
+    const log = createLogger('test', 'error');
+    log.warn = ((message: string, meta?: Record<string, unknown>) => {
+      logged.push(`${message} ${String(meta?.name)}`);
+      return log;
+    }) as typeof log.warn;
+    const informer = new ProjectingInformer<Obj, string>({
+      client: api, path: PODS, log, pageSize: 4,
+      project: (x) => x.owner,
+      onChange: (key, p) => changes.push(`${key}=${p ?? '-'}`),
+      onUnreadable: (o) => unreadable.push(`${o.namespace}/${o.name}@${o.resourceVersion}`),
+    });
+    informer.start();
+    await until(watching(api, 1));
+    assert.deepEqual([...informer.keys()].sort(), ['ns/a', 'ns/c', 'ns/d'], 'the list read past b');
+    // c grows over the cap, then d changes, b is edited again (still too big), then shrinks.
+    api.set(at('c'), obj('c', 'huge'));
+    api.set(at('d'), obj('d', 'q'));
+    api.set(at('b'), obj('b', 'huge'));
+    api.set(at('b'), obj('b', 'p'));
+    await until(() => informer.get('ns/b') === 'p');
+    informer.stop();
+    assert.deepEqual(changes, ['ns/a=p', 'ns/c=p', 'ns/d=p', 'ns/c=-', 'ns/d=q', 'ns/b=p']);
+    assert.deepEqual(unreadable, ['ns/b@2', 'ns/c@5', 'ns/b@7']);
+    assert.deepEqual(logged, ['an object could not be read: left out, as if deleted b', 'an object could not be read: left out, as if deleted c']);
+    assert.deepEqual(watchFrom(api), ['4'], 'one watch: it went on past every object it could not read');
+    // The page of four over the cap, then smaller down to a alone, b alone (left out), then growing back.
+    assert.deepEqual(lists(api).map((q) => q.limit), [4, 2, 1, 1, 2]);
+  });
 });

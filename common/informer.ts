@@ -1,7 +1,9 @@
 // List+watch that keeps only a projection of each object: what a controller needs, not the whole
 // object, so that watching every Pod of a large cluster stays small. Lists in pages, resumes the
 // watch from the last resource version (bookmarks keep it fresh), re-lists after 410 Gone, and backs
-// off on errors without ever giving up.
+// off on errors without ever giving up. An object it cannot read (served over the client's cap, or
+// not JSON) is left out, as if deleted, and the list or watch goes on past it: it is counted
+// (onUnreadable) and logged, once per object.
 //
 // Where lists are served from. Every list is paged (`limit`): what one answer holds, and so what is
 // parsed at once, is bounded by the page size whatever anyone creates (requests labelled with a
@@ -17,7 +19,7 @@
 //   resourceVersion, so no change between the list and the watch is missed.
 // - A continue page carries only its token (the token pins the version; a resourceVersion next to
 //   it is invalid).
-import type { KubeApi, Query, WatchEvent } from './kube/api.ts';
+import type { KubeApi, Query, UnreadableEvent, UnreadableObject, WatchEvent } from './kube/api.ts';
 import { listPaged, PageSizing } from './kube/list.ts';
 import type { Logger } from './log.ts';
 import { errorMessage, statusCode } from './log.ts';
@@ -40,6 +42,8 @@ export interface InformerOptions<T extends WatchedObject, P> {
   /** Values to look projections up by (byIndex) without scanning them all. */
   indexBy?: (projection: P) => readonly string[];
   onRestart?: () => void;
+  /** Told of each object left out because it could not be read (over the answer cap, or not JSON). */
+  onUnreadable?: (object: UnreadableObject) => void;
   log: Logger;
   /** Objects per list page to start with (default 500); a page over the client's answer cap, or not served in time, is asked again smaller, and relists keep the size learned (listPaged). */
   pageSize?: number;
@@ -54,6 +58,8 @@ export interface InformerOptions<T extends WatchedObject, P> {
 const DEFAULT_PAGE_SIZE = 500;
 
 const MAX_BACKOFF_MS = 30_000;
+/** Unreadable objects logged already, at most: then the log starts over. */
+const MAX_LOGGED_UNREADABLE = 1000;
 /** How often a resource that was not served is asked for again. */
 const ABSENT_RETRY_MS = 60_000;
 
@@ -97,6 +103,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private backoffMs = 500;
   private abort: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Unreadable objects logged already, by key. */
+  private readonly loggedUnreadable = new Set<string>();
 
   constructor(options: InformerOptions<T, P>) {
     this.o = options;
@@ -180,7 +188,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     const seen = new Set<string>();
     let version: string;
     try {
-      version = await listPaged<T>(this.o.client, this.o.path, { first: this.firstPageQuery(), next: this.selectors(), pageSize: this.pageSizing }, (items) => {
+      const pages = { first: this.firstPageQuery(), next: this.selectors(), pageSize: this.pageSizing, onUnreadable: (o: UnreadableObject, reason: string) => this.unreadable(o, reason) };
+      version = await listPaged<T>(this.o.client, this.o.path, pages, (items) => {
         for (const obj of items) {
           const key = objectKey(obj);
           seen.add(key);
@@ -207,7 +216,15 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     return this.selectors();
   }
 
-  private onEvent({ type: phase, object: obj }: WatchEvent<T & { code?: number }>): void {
+  private onEvent(event: WatchEvent<T & { code?: number }> | UnreadableEvent): void {
+    if (event.type === 'UNREADABLE') {
+      this.unreadable(event.object, event.reason);
+      const { namespace, name, resourceVersion } = event.object;
+      if (name) this.remove(namespace ? namespacedKey(namespace, name) : name);
+      this.advance(resourceVersion);
+      return;
+    }
+    const { type: phase, object: obj } = event;
     if (phase === 'ERROR') {
       // 410 Gone: our resource version is too old; the watch ends and we re-list.
       if (obj.code === 410) this.resourceVersion = '';
@@ -215,9 +232,24 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     }
     if (phase === 'ADDED' || phase === 'MODIFIED') this.apply(objectKey(obj), obj);
     else if (phase === 'DELETED') this.remove(objectKey(obj));
-    this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
+    this.advance(obj.metadata?.resourceVersion);
+  }
+
+  /** The watch got past an event: it resumes after it. */
+  private advance(resourceVersion: string | undefined): void {
+    this.resourceVersion = resourceVersion ?? this.resourceVersion;
     this.newestSeen = this.resourceVersion || this.newestSeen;
     this.backoffMs = 500;
+  }
+
+  /** An object left out: counted each time, logged once per object. */
+  private unreadable(object: UnreadableObject, reason: string): void {
+    this.o.onUnreadable?.(object);
+    const seen = `${object.namespace ?? ''}/${object.name ?? ''}`;
+    if (this.loggedUnreadable.has(seen)) return;
+    if (this.loggedUnreadable.size >= MAX_LOGGED_UNREADABLE) this.loggedUnreadable.clear();
+    this.loggedUnreadable.add(seen);
+    this.o.log.warn('an object could not be read: left out, as if deleted', { path: this.o.path, namespace: object.namespace, name: object.name, resourceVersion: object.resourceVersion, reason });
   }
 
   private onDone(err: unknown): void {

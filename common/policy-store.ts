@@ -26,6 +26,8 @@ export interface PolicyStoreDeps<W> {
   /** Namespace labels kept at most; a namespace with more has none kept (its selectors match nothing). */
   maxLabels: number;
   onRestart: (resource: string) => void;
+  /** Told of each object left out because it could not be read. */
+  onUnreadable: (resource: string) => void;
   log: Logger;
 }
 
@@ -41,7 +43,7 @@ export class PolicyStore<W> {
   readonly onChange = new Listeners<[]>();
 
   constructor(deps: PolicyStoreDeps<W>) {
-    const { client, log, onRestart } = deps;
+    const { client, log, onRestart, onUnreadable } = deps;
     this.meaning = deps.meaning;
     const policyInformer = (scope: PolicyScope, path: string) =>
       new ProjectingInformer<{ metadata?: { name?: string } }, W>({
@@ -51,6 +53,7 @@ export class PolicyStore<W> {
         project: (object) => deps.project(object, scope),
         onChange: (key, policy) => this.changed(`${scope}/${key}`, policy),
         onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
+        onUnreadable: () => onUnreadable(path.slice(path.lastIndexOf('/') + 1)),
       });
     this.clusterPolicies = policyInformer('cluster', deps.clusterPath);
     this.namespacedPolicies = policyInformer('namespaced', deps.namespacedPath);
@@ -65,6 +68,7 @@ export class PolicyStore<W> {
       },
       onChange: () => {},
       onRestart: () => onRestart('namespaces'),
+      onUnreadable: () => onUnreadable('namespaces'),
     });
   }
 

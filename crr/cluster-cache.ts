@@ -3,7 +3,7 @@
 // ask it; who must hear of a change subscribes, in the order subscribed.
 import { now } from '../common/clock.ts';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeApi } from '../common/kube/api.ts';
+import type { KubeApi, UnreadableObject } from '../common/kube/api.ts';
 import { podPath } from '../common/kube/paths.ts';
 import type { Logger } from '../common/log.ts';
 import { Listeners } from '../common/listeners.ts';
@@ -22,7 +22,7 @@ import type { WatchedPod } from './sidecar-controller.ts';
 
 export interface ClusterCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
-  metrics: Pick<ControllerMetrics, 'watchRestarts'>;
+  metrics: Pick<ControllerMetrics, 'watchRestarts' | 'unreadableObjects'>;
   log: Logger;
 }
 
@@ -36,6 +36,8 @@ export class ClusterCache {
   readonly onPodChange = new Listeners<[key: string]>();
   /** A Pod left the cache (deleted, or no longer of interest). */
   readonly onPodGone = new Listeners<[key: string]>();
+  /** A Pod could not be read (served over the answer cap, or not JSON): it is left out as if deleted. */
+  readonly onPodUnreadable = new Listeners<[pod: UnreadableObject]>();
   /** The sidecar policies (R54) as watched, and as in effect. */
   readonly policyStore: PolicyStore<WatchedPolicy>;
   readonly policies: PoliciesInEffect;
@@ -53,9 +55,14 @@ export class ClusterCache {
         this.onRequestChange.tell(key, r);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'containerrecreaterequests' }),
+      onUnreadable: () => metrics.unreadableObjects.inc({ resource: 'containerrecreaterequests' }),
       log,
     });
-    this.policyStore = new PolicyStore({ client, log, onRestart: (resource) => metrics.watchRestarts.inc({ resource }), ...POLICY_WATCH });
+    this.policyStore = new PolicyStore({
+      client, log, ...POLICY_WATCH,
+      onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
+      onUnreadable: (resource) => metrics.unreadableObjects.inc({ resource }),
+    });
     this.policies = new PoliciesInEffect(this.policyStore);
     // Only Pods that may need their sidecars stopped (by their markers or a policy, R54), or be held
     // by a well-known sidecar nobody marked (R52), are kept, and only as a compact projection; the
@@ -73,6 +80,10 @@ export class ClusterCache {
         (cached ? this.onPodChange : this.onPodGone).tell(key);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
+      onUnreadable: (pod) => {
+        metrics.unreadableObjects.inc({ resource: 'pods' });
+        this.onPodUnreadable.tell(pod);
+      },
       log,
     });
     // A policy that matches other containers than before: the Pods dropped as of no interest are listed again.

@@ -3,6 +3,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventRecorder } from '../common/events.ts';
+import { UnreadablePodWarnings } from './unreadable-pods.ts';
 import { EXIT_FAILED } from '../common/exit-codes.ts';
 import { startHealthServer } from '../common/http.ts';
 import type { KubeApi } from '../common/kube/api.ts';
@@ -146,6 +147,8 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   cache.onPodChange.add((key) => podQueue.add(key));
   // Gone (deleted, or no longer of interest): what was emitted for it is of no more use.
   cache.onPodGone.add((key) => sidecarController.forget(key));
+  const unreadable = new UnreadablePodWarnings(events);
+  cache.onPodUnreadable.add((pod) => unreadable.warn(pod));
 
   let writingStatuses = false;
   const policyStatuses = setInterval(() => {

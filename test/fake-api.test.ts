@@ -2,7 +2,7 @@
 // these tests pin each of them, so that a test passing against the fake means something.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { WatchEvent } from '../common/kube/api.ts';
+import type { UnreadableEvent, WatchEvent } from '../common/kube/api.ts';
 import { createIfAbsent, ignoreNotFound, isConflict, isNotFound } from '../common/kube/errors.ts';
 import { FakeKubeApi, networkError } from './support/fake-api.ts';
 import { podPath, resourcePath } from '../common/kube/paths.ts';
@@ -185,8 +185,9 @@ describe('FakeKubeApi: lists and watches', () => {
     api.set(podPath('ns', 'a'), pod('a', { active: 'false' })); // leaves the selector
     const seen: string[] = [];
     const abort = new AbortController();
-    const watching = api.watch<Obj>(podPath(), { resourceVersion: from, labelSelector: 'active=true', allowWatchBookmarks: true }, (e: WatchEvent<Obj>) => {
-      seen.push(`${e.type} ${e.object.metadata.name ?? ''}@${e.object.metadata.resourceVersion}`);
+    const watching = api.watch<Obj>(podPath(), { resourceVersion: from, labelSelector: 'active=true', allowWatchBookmarks: true }, (e: WatchEvent<Obj> | UnreadableEvent) => {
+      assert.notEqual(e.type, 'UNREADABLE');
+      if (e.type !== 'UNREADABLE') seen.push(`${e.type} ${e.object.metadata.name ?? ''}@${e.object.metadata.resourceVersion}`);
     }, abort.signal);
     api.set(podPath('ns', 'a'), pod('a', { active: 'true' })); // comes back
     api.remove(podPath('ns', 'b'));
@@ -203,8 +204,8 @@ describe('FakeKubeApi: lists and watches', () => {
   it('from "0" every object is ADDED first; expireWatches ends a watch with 410, as does a watch from before compact()', async () => {
     const api = fake();
     api.set(podPath('ns', 'a'), pod('a'));
-    type Event = WatchEvent<Obj & { code?: number }>;
-    const describe = (e: Event) => `${e.type} ${e.object.metadata?.name ?? e.object.code}`;
+    type Event = WatchEvent<Obj & { code?: number }> | UnreadableEvent;
+    const describe = (e: Event) => `${e.type} ${e.type === 'UNREADABLE' ? '' : (e.object.metadata?.name ?? e.object.code)}`;
     const events: Event[] = [];
     const first = api.watch<Obj & { code?: number }>(podPath(), { resourceVersion: '0' }, (e) => events.push(e), new AbortController().signal);
     api.expireWatches();

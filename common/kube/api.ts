@@ -15,13 +15,41 @@ export interface WatchEvent<T> {
   object: T;
 }
 
+/** Who an object the client could not read is, as far as its answer says. */
+export interface UnreadableObject {
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/**
+ * A watch event the client could not read (over its answer cap, or not JSON): the stream went on
+ * past it. `of` is the event's own type, when the answer said it.
+ */
+export interface UnreadableEvent {
+  type: 'UNREADABLE';
+  of?: string;
+  object: UnreadableObject;
+  reason: string;
+}
+
+export interface GetOptions {
+  /**
+   * Paths of string values (`metadata.continue`, `items.0.metadata.name`) to read from an answer
+   * over the cap: it is then read through, holding none of it, and the KubeAnswerTooLargeError
+   * carries what was found. Without it, an answer over the cap is cut off at the cap.
+   */
+  scanOversized?: readonly string[];
+}
+
 /**
  * The calls made to the API server. Every one rejects with a KubeApiError (client.ts) when the API
  * server answers with an error status, and with another Error when no answer came.
  */
 export interface KubeApi {
   /** An object, or a list (`{ items, metadata: { resourceVersion, continue } }`) for a collection path. */
-  get<T>(path: string, query?: Query): Promise<T>;
+  get<T>(path: string, query?: Query, options?: GetOptions): Promise<T>;
   /** POST to a collection path; 409 when an object of that name exists. */
   create<T>(path: string, body: unknown, query?: Query): Promise<T>;
   /** PUT of a whole object; 409 when the body's resourceVersion is not the stored one. */
@@ -32,7 +60,8 @@ export interface KubeApi {
   delete<T>(path: string, body?: unknown): Promise<T>;
   /**
    * Streams a watch: calls `onEvent` for each event until the server ends the stream (resolves) or
-   * the connection fails (rejects). `signal` ends it early (resolves).
+   * the connection fails (rejects). `signal` ends it early (resolves). An event it cannot read is
+   * told as UNREADABLE, and the stream goes on.
    */
-  watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void>;
+  watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T> | UnreadableEvent) => void, signal: AbortSignal): Promise<void>;
 }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { DEFAULT_USER_AGENT, KubeAnswerTooLargeError, KubeApiError, KubeClient, MAX_RETRIES, MAX_RETRY_AFTER_MS, apiResource, apiVerb, getObject, retryAfterMs, userAgentFor } from './client.ts';
 import { ServerClock } from './server-clock.ts';
 import { isValidName, podPath } from './paths.ts';
-import type { WatchEvent } from './api.ts';
+import type { UnreadableEvent, WatchEvent } from './api.ts';
 
 interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string; atMs: number }
 type Reply = (res: ServerResponse) => void;
@@ -73,7 +73,7 @@ describe('KubeClient', () => {
     it('is the one the process gives, on watches too', async () => {
       const agent = new KubeClient({ server }, { userAgent: userAgentFor('agent', '0.1.0') });
       api.replies = [(res) => res.end(`${JSON.stringify({ type: 'ADDED', object: { n: 1 } })}\n`)];
-      const events: WatchEvent<{ n: number }>[] = [];
+      const events: (WatchEvent<{ n: number }> | UnreadableEvent)[] = [];
       await agent.watch<{ n: number }>('/api/v1/pods', { resourceVersion: '5' }, (e) => events.push(e), new AbortController().signal);
       agent.close();
       assert.equal(api.seen[0]!.headers['user-agent'], 'sidecar-terminator-agent/0.1.0');
@@ -211,21 +211,60 @@ describe('KubeClient', () => {
       await assert.rejects(client.get('/api/v1/pods'), KubeAnswerTooLargeError);
     });
 
-    it('a watch event over the cap ends the watch with that error, after the events before it', async () => {
+    /** A Pod as the API server serves one whose env is full of `<`: escaped, six bytes each, with its identity after. */
+    const escapedPod = (name: string, chars: number) =>
+      `{"kind":"Pod","apiVersion":"v1","metadata":{"annotations":{"a":"${'\\u003c'.repeat(chars)}","q":"a \\"quoted\\" \\\\"},"name":"${name}","namespace":"ns","uid":"u-${name}","resourceVersion":"7"},"spec":{}}`;
+
+    it('a watch event over the cap is told as UNREADABLE, with who it is about, and the stream goes on past it', async () => {
       client = new KubeClient({ server }, { maxAnswerBytes: CAP });
       api.replies = [(res) => {
         res.writeHead(200, { 'Content-Type': 'application/json' });
         res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'small' } } })}\n`);
-        // One line that never ends within the cap.
-        for (let i = 0; i < 8; i++) res.write(`{"type":"ADDED","object":{"metadata":{"labels":{"a":"${'x'.repeat(CAP / 2)}`);
-        res.end();
+        // Written in pieces that cut escapes and the identity's strings in two.
+        const line = `{"type":"MODIFIED","object":${escapedPod('big', CAP)}}\n`;
+        for (let at = 0; at < line.length; at += 4099) res.write(line.slice(at, at + 4099));
+        res.write('not json\n');
+        res.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'after' } } })}\n`);
       }];
-      const names: string[] = [];
-      await assert.rejects(
-        client.watch<{ metadata: { name: string } }>('/api/v1/pods', {}, (e) => names.push(e.object.metadata.name), new AbortController().signal),
-        /watch \/api\/v1\/pods: one event: the answer is over 65536 bytes/,
-      );
-      assert.deepEqual(names, ['small']);
+      const seen: string[] = [];
+      await client.watch<{ metadata: { name: string } }>('/api/v1/pods', {}, (e) => {
+        seen.push(e.type === 'UNREADABLE' ? `UNREADABLE ${e.of ?? '?'} ${JSON.stringify(e.object)}: ${e.reason.slice(0, 40)}` : `${e.type} ${e.object.metadata.name}`);
+      }, new AbortController().signal);
+      assert.deepEqual(seen, [
+        'ADDED small',
+        'UNREADABLE MODIFIED {"namespace":"ns","name":"big","uid":"u-big","resourceVersion":"7"}: watch /api/v1/pods: one event: the answe',
+        'UNREADABLE ? {}: not JSON: Unexpected token \'o\', "not jso',
+        'ADDED after',
+      ]);
+    });
+
+    for (const chunked of [false, true]) {
+      it(`a page over the cap, when asked, is read through for the paths named (${chunked ? 'chunked' : 'Content-Length'})`, async () => {
+        client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+        // As a custom resource's list is served: keys sorted, the list's metadata after its items.
+        const body = `{"apiVersion":"v1","items":[${escapedPod('big', CAP)}],"kind":"PodList","metadata":{"continue":"next-page","resourceVersion":"9"}}`;
+        api.replies = [(res) => {
+          res.writeHead(200, chunked ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+          for (let at = 0; at < body.length; at += 5003) res.write(body.slice(at, at + 5003));
+          res.end();
+        }];
+        const paths = ['metadata.continue', 'metadata.resourceVersion', 'items.0.metadata.name', 'items.0.metadata.namespace', 'items.1.metadata.name'];
+        await assert.rejects(client.get('/api/v1/pods', { limit: 1 }, { scanOversized: paths }), (err: unknown) => {
+          assert.ok(err instanceof KubeAnswerTooLargeError);
+          assert.deepEqual(Object.fromEntries(err.scanned ?? []), { 'items.0.metadata.name': 'big', 'items.0.metadata.namespace': 'ns', 'metadata.continue': 'next-page', 'metadata.resourceVersion': '9' });
+          return true;
+        });
+      });
+    }
+
+    it('an answer cut off before its end says nothing of what it held', async () => {
+      client = new KubeClient({ server }, { maxAnswerBytes: CAP });
+      api.replies = [(res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(`{"metadata":{"resourceVersion":"9"},"items":[${escapedPod('big', CAP)}`);
+      }];
+      await assert.rejects(client.get('/api/v1/pods', { limit: 1 }, { scanOversized: ['metadata.resourceVersion'] }), (err: unknown) =>
+        err instanceof KubeAnswerTooLargeError && err.scanned === undefined);
     });
   });
 

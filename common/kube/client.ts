@@ -7,7 +7,9 @@
 import { elapsedNow, now } from '../clock.ts';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { KubeApi, PatchType, Query, WatchEvent } from './api.ts';
+import { StringDecoder } from 'node:string_decoder';
+import type { GetOptions, KubeApi, PatchType, Query, UnreadableEvent, WatchEvent } from './api.ts';
+import { AnswerScanner, identityFound, identityPaths } from './answer-scanner.ts';
 import type { KubeConnection } from './config.ts';
 import type { ServerClock } from './server-clock.ts';
 import { type ApiRateLimit, TokenBucket } from './rate-limit.ts';
@@ -45,18 +47,32 @@ function parseStatus(body: string): { message?: string; reason?: string } | unde
  * The most of one answer (and of one watch event) the client reads. Anyone may make objects big in
  * their namespace (labels have no total bound; managed fields double them), and an answer is held
  * whole, then parsed, at several times its size: past this, the call fails and the process stays
- * within its memory limit. One object is at most etcd's request limit (1.5 MiB by default), so a
- * list paged by listPages always gets through, down to one object a page.
+ * within its memory limit. One object may still be served over it: etcd keeps objects up to 1.5 MiB
+ * by default, and JSON serves each `<`, `>` or `&` of a Pod's strings as six bytes. Such an object
+ * is read through and skipped (MAX_SCANNED_BYTES), so that no stream stops at it.
  */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The most of one oversized answer or watch event read through to find who it is about: etcd's
+ * largest object, six times over, with room for a raised --max-request-bytes.
+ */
+export const MAX_SCANNED_BYTES = 64 * 1024 * 1024;
+
 /** An answer longer than the client reads: the call fails, nothing of it is parsed. */
 export class KubeAnswerTooLargeError extends Error {
-  constructor(what: string, limitBytes: number) {
+  /** The values found at the paths asked for (GetOptions.scanOversized), when the answer was read through. */
+  readonly scanned: ReadonlyMap<string, string> | undefined;
+
+  constructor(what: string, limitBytes: number, scanned?: ReadonlyMap<string, string>) {
     super(`${what}: the answer is over ${limitBytes} bytes, more than this client reads`);
     this.name = 'KubeAnswerTooLargeError';
+    this.scanned = scanned;
   }
 }
+
+/** A watch event's type, and who its object is. */
+const EVENT_PATHS = ['type', ...identityPaths('object')];
 
 /** No answer came within the call's time: the server may be busy serving it, or the connection dead. */
 export class KubeNoAnswerError extends Error {
@@ -241,8 +257,8 @@ export class KubeClient implements KubeApi {
     this.agent.destroy();
   }
 
-  get<T>(path: string, query?: Query): Promise<T> {
-    return this.json('GET', path, { query });
+  get<T>(path: string, query?: Query, options?: GetOptions): Promise<T> {
+    return this.json('GET', path, { query, scanOversized: options?.scanOversized });
   }
 
   create<T>(path: string, body: unknown, query?: Query): Promise<T> {
@@ -263,9 +279,11 @@ export class KubeClient implements KubeApi {
 
   /**
    * Streams a watch: calls `onEvent` for each event until the server ends the stream (resolves) or
-   * the connection fails (rejects with the error). `signal` ends it early (resolves).
+   * the connection fails (rejects with the error). `signal` ends it early (resolves). An event over
+   * the cap, or not JSON, is told as UNREADABLE (who it is about, as far as it says) and the stream
+   * goes on past it: a stream that failed on it would fail on it again at every resume.
    */
-  async watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
+  async watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T> | UnreadableEvent) => void, signal: AbortSignal): Promise<void> {
     const res = await this.exchange('GET', path, { query: { ...query, watch: true }, signal, timeoutMs: WATCH_IDLE_TIMEOUT_MS });
     if (signal.aborted) {
       res.destroy();
@@ -273,24 +291,55 @@ export class KubeClient implements KubeApi {
     }
     if (res.statusCode !== 200) throw new KubeApiError(res.statusCode ?? 0, 'GET', path, await this.readBody(res, `watch ${path}`));
     res.setEncoding('utf8');
+    const what = `watch ${path}: one event`;
     let buffered = '';
+    // Reading an event over the cap through: who it is about, and how much of it has gone by.
+    let oversized: { scanner: AnswerScanner; bytes: number } | undefined;
+    const unreadable = (scanner: AnswerScanner, reason: string) => {
+      onEvent({ type: 'UNREADABLE', of: scanner.found.get('type'), object: identityFound(scanner.found, 'object'), reason });
+    };
+    const line = (text: string) => {
+      if (!text.trim()) return;
+      let event: WatchEvent<T>;
+      try {
+        event = JSON.parse(text) as WatchEvent<T>;
+      } catch (err) {
+        const scanner = new AnswerScanner(EVENT_PATHS);
+        scanner.feed(text);
+        unreadable(scanner, `not JSON: ${(err as Error).message}`);
+        return;
+      }
+      onEvent(event);
+    };
     await new Promise<void>((resolve, reject) => {
       res.on('data', (chunk: string) => {
-        buffered += chunk;
-        let newline: number;
-        while ((newline = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, newline);
-          buffered = buffered.slice(newline + 1);
-          if (!line.trim()) continue;
-          try {
-            onEvent(JSON.parse(line) as WatchEvent<T>);
-          } catch (err) {
-            res.destroy(err as Error);
-            return;
+        try {
+          let rest = chunk;
+          if (oversized) {
+            const newline = rest.indexOf('\n');
+            oversized.scanner.feed(newline < 0 ? rest : rest.slice(0, newline));
+            oversized.bytes += newline < 0 ? rest.length : newline;
+            if (oversized.bytes > MAX_SCANNED_BYTES) throw new KubeAnswerTooLargeError(what, MAX_SCANNED_BYTES);
+            if (newline < 0) return;
+            unreadable(oversized.scanner, new KubeAnswerTooLargeError(what, this.maxAnswerBytes).message);
+            oversized = undefined;
+            rest = rest.slice(newline + 1);
           }
+          buffered += rest;
+          let newline: number;
+          while ((newline = buffered.indexOf('\n')) >= 0) {
+            line(buffered.slice(0, newline));
+            buffered = buffered.slice(newline + 1);
+          }
+          // One event is one object: a line longer than an answer may be is never held to its end.
+          if (buffered.length > this.maxAnswerBytes) {
+            oversized = { scanner: new AnswerScanner(EVENT_PATHS), bytes: buffered.length };
+            oversized.scanner.feed(buffered);
+            buffered = '';
+          }
+        } catch (err) {
+          res.destroy(err as Error);
         }
-        // One event is one object: a line longer than an answer may be is never held to its end.
-        if (buffered.length > this.maxAnswerBytes) res.destroy(new KubeAnswerTooLargeError(`watch ${path}: one event`, this.maxAnswerBytes));
       });
       res.on('end', resolve);
       res.on('close', () => (signal.aborted ? resolve() : reject(new Error(`watch ${path}: connection closed`))));
@@ -298,9 +347,9 @@ export class KubeClient implements KubeApi {
     });
   }
 
-  private async json<T>(method: string, path: string, o: { query?: Query; body?: unknown; contentType?: string }): Promise<T> {
+  private async json<T>(method: string, path: string, o: { query?: Query; body?: unknown; contentType?: string; scanOversized?: readonly string[] }): Promise<T> {
     const res = await this.exchange(method, path, { ...o, timeoutMs: REQUEST_TIMEOUT_MS });
-    const text = await this.readBody(res, `${method} ${path}`);
+    const text = await this.readBody(res, `${method} ${path}`, o.scanOversized);
     const code = res.statusCode ?? 0;
     if (code < 200 || code >= 300) throw new KubeApiError(code, method, path, text);
     return (text ? JSON.parse(text) : undefined) as T;
@@ -308,24 +357,47 @@ export class KubeClient implements KubeApi {
 
   /**
    * The answer's body, read up to maxAnswerBytes: a longer one (as it says in Content-Length, or as
-   * it arrives) is cut off there and the call fails with KubeAnswerTooLargeError.
+   * it arrives) fails the call with KubeAnswerTooLargeError. It is cut off there, or, when
+   * `scanFor` names paths, read through (up to MAX_SCANNED_BYTES) for the values at them.
    */
-  private readBody(res: IncomingMessage, what: string): Promise<string> {
+  private readBody(res: IncomingMessage, what: string, scanFor?: readonly string[]): Promise<string> {
     const max = this.maxAnswerBytes;
     return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      let scanning: { scanner: AnswerScanner; decoder: StringDecoder } | undefined;
       const tooLarge = () => {
         res.destroy();
         reject(new KubeAnswerTooLargeError(what, max));
       };
-      if (Number(res.headers['content-length']) > max) return tooLarge();
-      const chunks: Buffer[] = [];
-      let bytes = 0;
+      const scanFrom = (held: Buffer[]) => {
+        scanning = { scanner: new AnswerScanner(scanFor!), decoder: new StringDecoder('utf8') };
+        for (const c of held) scanning.scanner.feed(scanning.decoder.write(c));
+        chunks.length = 0;
+      };
+      const length = Number(res.headers['content-length']);
+      if (length > max) {
+        if (!scanFor || length > MAX_SCANNED_BYTES) return tooLarge();
+        scanFrom([]);
+      }
       res.on('data', (c: Buffer) => {
         bytes += c.length;
-        if (bytes > max) tooLarge();
-        else chunks.push(c);
+        if (scanning) {
+          if (bytes > MAX_SCANNED_BYTES) return tooLarge();
+          scanning.scanner.feed(scanning.decoder.write(c));
+        } else if (bytes <= max) {
+          chunks.push(c);
+        } else if (scanFor) {
+          scanFrom([...chunks, c]);
+        } else {
+          tooLarge();
+        }
       });
-      res.on('end', () => resolve(Buffer.concat(chunks, bytes).toString('utf8')));
+      res.on('end', () => {
+        if (!scanning) return resolve(Buffer.concat(chunks, bytes).toString('utf8'));
+        const { scanner } = scanning;
+        reject(new KubeAnswerTooLargeError(what, max, scanner.closed ? scanner.found : undefined));
+      });
       res.on('error', reject);
     });
   }

@@ -1,21 +1,26 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Query } from './api.ts';
+import type { GetOptions, Query } from './api.ts';
 import { KubeAnswerTooLargeError, KubeApiError, KubeNoAnswerError } from './client.ts';
-import { listPaged, PageSizing } from './list.ts';
+import { listPaged, PageSizing, type PagedList } from './list.ts';
 
 /**
  * A collection of `sizes` (each object's weight) served in pages: a page over `cap` is refused as
- * the client refuses an answer over its cap. Records every query.
+ * the client refuses an answer over its cap, read through for the paths asked (GetOptions) as the
+ * client reads them. Records every query.
  */
 function collection(sizes: number[], cap: number, overCap: (path: string) => Error = (path) => new KubeAnswerTooLargeError(`GET ${path}`, cap)) {
   const queries: Query[] = [];
   const client = {
-    get: <T>(path: string, query: Query = {}): Promise<T> => {
+    get: <T>(path: string, query: Query = {}, options: GetOptions = {}): Promise<T> => {
       queries.push(query);
       const from = query.continue ? Number(query.continue) : 0;
       const to = Math.min(sizes.length, from + Number(query.limit));
       const weight = sizes.slice(from, to).reduce((a, b) => a + b, 0);
+      if (weight > cap && options.scanOversized) {
+        const read = { 'metadata.resourceVersion': '7', 'metadata.continue': to < sizes.length ? String(to) : '', 'items.0.metadata.name': `n${from}`, 'items.0.metadata.uid': `u${from}` };
+        return Promise.reject(new KubeAnswerTooLargeError(`GET ${path}`, cap, new Map(Object.entries(read).filter(([k]) => options.scanOversized!.includes(k)))));
+      }
       if (weight > cap) return Promise.reject(overCap(path));
       const items = sizes.slice(from, to).map((_, i) => ({ n: from + i }));
       return Promise.resolve({ items, metadata: { resourceVersion: '7', continue: to < sizes.length ? String(to) : '' } } as T);
@@ -27,10 +32,15 @@ function collection(sizes: number[], cap: number, overCap: (path: string) => Err
 async function all(sizes: number[], cap: number, pageSize: number | PageSizing, overCap?: (path: string) => Error) {
   const { client, queries } = collection(sizes, cap, overCap);
   const seen: number[] = [];
-  const version = await listPaged<{ n: number }>(client, '/apis/g/v1/things', { first: { labelSelector: 'a=b', resourceVersion: '5' }, next: { labelSelector: 'a=b' }, pageSize }, (items) => {
+  const unreadable: string[] = [];
+  const pages: PagedList = {
+    first: { labelSelector: 'a=b', resourceVersion: '5' }, next: { labelSelector: 'a=b' }, pageSize,
+    onUnreadable: (o, reason) => unreadable.push(`${JSON.stringify(o)}: ${reason}`),
+  };
+  const version = await listPaged<{ n: number }>(client, '/apis/g/v1/things', pages, (items) => {
     for (const i of items) seen.push(i.n);
   });
-  return { seen, version, queries };
+  return { seen, version, queries, unreadable };
 }
 
 describe('listPaged (R48): every object, one capped answer at a time, whatever the objects weigh', () => {
@@ -75,8 +85,24 @@ describe('listPaged (R48): every object, one capped answer at a time, whatever t
     assert.equal(sizing.limit, 8, 'never past the size it started with');
   });
 
-  it('one object over the cap alone fails the list with the cap\'s error, never reads past it', async () => {
-    await assert.rejects(all([1, 1, 500, 1], 100, 4), KubeAnswerTooLargeError);
+  it('one object over the cap alone is left out and told, and the list goes on past it, its pages growing back', async () => {
+    const { seen, queries, unreadable } = await all([1, 1, 500, 1, 1, 1, 1, 1], 100, 4);
+    assert.deepEqual(seen, [0, 1, 3, 4, 5, 6, 7]);
+    assert.deepEqual(unreadable, ['{"name":"n2","uid":"u2"}: GET /apis/g/v1/things: the answer is over 100 bytes, more than this client reads']);
+    assert.deepEqual(queries.map((q) => [q.continue ?? '', q.limit]), [['', 4], ['', 2], ['2', 2], ['2', 1], ['3', 2], ['5', 4]]);
+  });
+
+  it('the last object over the cap: the list ends with it, at the version its page gave', async () => {
+    const { seen, version, unreadable } = await all([1, 500], 100, 1);
+    assert.deepEqual(seen, [0]);
+    assert.equal(version, '7');
+    assert.equal(unreadable.length, 1);
+  });
+
+  it('an object over the cap whose answer did not say where the list goes on fails the list with the cap\'s error', async () => {
+    const { client } = collection([1, 1, 500, 1], 100);
+    const cutOff = { get: <T>(path: string, query?: Query) => client.get<T>(path, query) };
+    await assert.rejects(listPaged(cutOff, '/x', { first: {}, next: {}, pageSize: 4 }, () => {}), KubeAnswerTooLargeError);
   });
 
   it('any other error fails the list as it is', async () => {

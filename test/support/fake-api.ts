@@ -15,12 +15,15 @@
 //   gets a deletionTimestamp and goes once a write leaves it with none;
 // - watch: the changes after the query's resourceVersion (every object first for "" or "0"), an
 //   object that stops (starts) matching the selectors as DELETED (ADDED), 410 for a version before
-//   compact(), bookmarks when asked for; expireWatches(), endWatches() end them as the server does.
+//   compact(), bookmarks when asked for; expireWatches(), endWatches() end them as the server does;
+// - an object the `oversized` option picks is served as the client serves one over its answer cap:
+//   an UNREADABLE watch event, a list page over the cap (KubeAnswerTooLargeError; read through, with
+//   the page's metadata and the object's identity, for a page of one).
 // Every call is recorded (`calls`), and a test injects faults into the next matching calls: an
 // error status (404, 409, 429, 500, ...), any Error (networkError()), or a function run before the
 // call is served (to hold it, delay it, or let another writer go first).
-import type { KubeApi, PatchType, Query, WatchEvent } from '../../common/kube/api.ts';
-import { KubeApiError } from '../../common/kube/client.ts';
+import type { KubeApi, PatchType, Query, UnreadableEvent, WatchEvent } from '../../common/kube/api.ts';
+import { KubeAnswerTooLargeError, KubeApiError, MAX_ANSWER_BYTES } from '../../common/kube/client.ts';
 
 export type FakeMethod = 'get' | 'create' | 'replace' | 'patch' | 'delete' | 'watch';
 
@@ -115,6 +118,17 @@ function wire<T>(value: T): T {
   return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
 }
 
+/** Who an object is, as an answer over the cap still says. */
+function identity(obj: Obj): { namespace?: string; name?: string; uid?: string; resourceVersion?: string } {
+  const { namespace, name, uid, resourceVersion } = obj.metadata ?? {};
+  return Object.fromEntries(Object.entries({ namespace, name, uid, resourceVersion }).filter(([, v]) => v !== undefined));
+}
+
+/** An object's identity as the client's scan of a list page finds it, at `prefix`. */
+function identityOf(obj: Obj, prefix: string): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(identity(obj)).map(([k, v]) => [`${prefix}.metadata.${k}`, v]));
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -174,7 +188,7 @@ interface Watcher {
   scope: Parsed;
   matches: (obj: Obj) => boolean;
   bookmarks: boolean;
-  onEvent: (event: WatchEvent<unknown>) => void;
+  onEvent: (event: WatchEvent<unknown> | UnreadableEvent) => void;
   end: (err?: Error) => void;
 }
 
@@ -187,6 +201,8 @@ interface Injected {
 export interface FakeKubeApiOptions {
   /** The clock for creationTimestamp, deletionTimestamp and `atMs` (default Date.now). */
   now?: () => number;
+  /** The objects served as over the client's answer cap (default none). */
+  oversized?: (obj: Obj) => boolean;
 }
 
 export class FakeKubeApi implements KubeApi {
@@ -198,6 +214,7 @@ export class FakeKubeApi implements KubeApi {
   private readonly faults: Injected[] = [];
   private readonly pages = new Map<string, { items: Obj[]; rv: string }>();
   private readonly now: () => number;
+  private readonly oversized: (obj: Obj) => boolean;
   private rv = 0;
   /** Watches from a resourceVersion before this one get 410 Gone. */
   private compactedRv = 0;
@@ -205,6 +222,7 @@ export class FakeKubeApi implements KubeApi {
 
   constructor(options: FakeKubeApiOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.oversized = options.oversized ?? (() => false);
   }
 
   // ---- what a test arranges and reads: not calls, not recorded ----
@@ -379,12 +397,12 @@ export class FakeKubeApi implements KubeApi {
     });
   }
 
-  watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
+  watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T> | UnreadableEvent) => void, signal: AbortSignal): Promise<void> {
     const call: FakeCall = { method: 'watch', path, query: { ...query }, atMs: this.now() };
     this.calls.push(call);
     const open = (): Promise<void> => {
       try {
-        return this.openWatch(call, onEvent as (event: WatchEvent<unknown>) => void, signal);
+        return this.openWatch(call, onEvent as Watcher['onEvent'], signal);
       } catch (err) {
         call.status = statusOf(err);
         return Promise.reject(err as Error);
@@ -401,7 +419,7 @@ export class FakeKubeApi implements KubeApi {
 
   // ---- the store ----
 
-  private openWatch(call: FakeCall, onEvent: (event: WatchEvent<unknown>) => void, signal: AbortSignal): Promise<void> {
+  private openWatch(call: FakeCall, onEvent: Watcher['onEvent'], signal: AbortSignal): Promise<void> {
     const { path } = call;
     const query = call.query ?? {};
     const scope = parsePath(path);
@@ -500,12 +518,23 @@ export class FakeKubeApi implements KubeApi {
     const limit = Number(query.limit) || Infinity;
     const items = snapshot.items.slice(0, limit);
     const rest = snapshot.items.slice(limit);
+    const oversized = items.some(this.oversized);
+    // A page over the cap is asked again (smaller): its token stays good, as the API server's does.
+    if (oversized && limit > 1) {
+      if (query.continue) this.pages.set(String(query.continue), snapshot);
+      throw new KubeAnswerTooLargeError(`GET ${scope.resource}`, MAX_ANSWER_BYTES);
+    }
     let token: string | undefined;
     if (rest.length > 0) {
       token = `page-${++this.serial}`;
       this.pages.set(token, { items: rest, rv: snapshot.rv });
     }
-    return { items, metadata: { resourceVersion: snapshot.rv, ...(token ? { continue: token } : {}) } };
+    const metadata = { resourceVersion: snapshot.rv, ...(token ? { continue: token } : {}) };
+    if (oversized) {
+      const scanned = new Map(Object.entries({ 'metadata.resourceVersion': metadata.resourceVersion, 'metadata.continue': token, ...identityOf(items[0]!, 'items.0') }).filter((e): e is [string, string] => e[1] !== undefined));
+      throw new KubeAnswerTooLargeError(`GET ${scope.resource}`, MAX_ANSWER_BYTES, scanned);
+    }
+    return { items, metadata };
   }
 
   private selectors(query: Query): (obj: Obj) => boolean {
@@ -535,7 +564,11 @@ export class FakeKubeApi implements KubeApi {
 
   /** Events reach a watch after the write that made them has returned, in order. */
   private deliver(w: Watcher, event: WatchEvent<unknown>): void {
-    const copy = wire(event);
+    const obj = event.object as Obj;
+    const read = event.type !== 'BOOKMARK' && event.type !== 'ERROR' && this.oversized(obj);
+    const copy: WatchEvent<unknown> | UnreadableEvent = read
+      ? { type: 'UNREADABLE', of: event.type, object: identity(obj), reason: `over ${MAX_ANSWER_BYTES} bytes` }
+      : wire(event);
     queueMicrotask(() => {
       if (!this.watchers.has(w)) return;
       // As over the wire: a receiver that throws breaks the stream.
