@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import { classify } from './classify.ts';
 import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
-import { applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
+import { MAX_GLOB_VALUE_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
 import { projectPod } from './projection.ts';
 import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support/pods.ts';
 import { decide } from './decide.ts';
@@ -42,7 +42,40 @@ describe('R54: globMatches', () => {
   }
 
   it('a hostile pattern of many stars against a long value is answered (no regular expression from input)', () => {
-    assert.equal(globMatches(`${'*a'.repeat(128)}b`, 'a'.repeat(4096)), false);
+    assert.equal(globMatches(`${'*a'.repeat(128)}b`, 'a'.repeat(1024)), false);
+    assert.equal(globMatches(`${'*a?'.repeat(85)}b`, 'a'.repeat(1024)), false);
+  });
+
+  it(`a value longer than any image reference (${MAX_GLOB_VALUE_CHARS} characters) matches nothing, not even "*"`, () => {
+    assert.equal(globMatches('*', 'a'.repeat(MAX_GLOB_VALUE_CHARS)), true);
+    assert.equal(globMatches('*', 'a'.repeat(MAX_GLOB_VALUE_CHARS + 1)), false);
+  });
+
+  it('agrees with a plain backtracking matcher on every pattern and value of a small alphabet', () => {
+    // The matcher of record: try every split at each star.
+    const reference = (p: string, v: string): boolean => {
+      if (p === '') return v === '';
+      if (p[0] === '*') return reference(p.slice(1), v) || (v !== '' && reference(p, v.slice(1)));
+      return v !== '' && (p[0] === '?' || p[0] === v[0]) && reference(p.slice(1), v.slice(1));
+    };
+    const words = (alphabet: string, max: number): string[] => {
+      const out = [''];
+      for (let n = 0, from = 0; n < max; n++) {
+        const to = out.length;
+        for (let i = from; i < to; i++) for (const c of alphabet) out.push(out[i] + c);
+        from = to;
+      }
+      return out;
+    };
+    const values = words('ab', 6);
+    let checked = 0;
+    for (const p of words('ab*?', 5)) {
+      for (const v of values) {
+        assert.equal(globMatches(p, v), reference(p, v), `${JSON.stringify(p)} ~ ${JSON.stringify(v)}`);
+        checked++;
+      }
+    }
+    assert.ok(checked > 100_000);
   });
 });
 
@@ -165,6 +198,20 @@ describe('R54: which policy marks which container', () => {
     assert.equal(mayMatchPolicy(pod, [policy('mesh', { podSelector: { matchLabels: { no: 'match' } }, containers: [{ name: 'istio-*' }] })]), true);
     assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'linkerd-*' }] })]), false);
     assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'istio-*' }] }, 'namespaced', 'other')]), false);
+  });
+
+  it('an image longer than any reference matches no image pattern, a name entry all the same; answers follow the policy\'s next generation', () => {
+    const long = projectPod(withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy', 'running', { image: `docker.io/istio/${'x'.repeat(5000)}` })] }), {}));
+    const byImage = policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] });
+    const byName = policy('mesh', { containers: [{ name: 'istio-*' }] });
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(applyPolicies(long, {}, [byImage]).containers.map((c) => c.policy?.policy ?? '-'), ['-', '-'], `ask ${i + 1}`);
+      assert.equal(mayMatchPolicy(long, [byImage]), false);
+      assert.deepEqual(applyPolicies(long, {}, [byName]).containers.map((c) => c.policy?.policy ?? '-'), ['-', 'ClusterSidecarPolicy/mesh']);
+    }
+    const pod = projectPod(meshPod());
+    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] })]), true);
+    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ image: 'docker.io/linkerd/*' }] })]), false, 'a new generation is asked afresh');
   });
 });
 

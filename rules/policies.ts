@@ -9,7 +9,7 @@ import type { DecisionEvent } from './events.ts';
 import { normal } from './events.ts';
 import { normalizedImage } from './image-reference.ts';
 import type { ContainerProjection, PodProjection } from './projection.ts';
-import { MAX_POD_LABELS } from './projection.ts';
+import { MAX_IMAGE_REFERENCE_LENGTH, MAX_POD_LABELS } from './projection.ts';
 import type { PolicyMarker, PolicyMode, StopCommand } from './policy-marker.ts';
 
 
@@ -291,32 +291,67 @@ function optionalText(value: unknown, at: string, max: number): string | undefin
 
 // ---- matching ----
 
+/** A value longer than any container name or image reference matches no pattern (MAX_IMAGE_REFERENCE_LENGTH). */
+export const MAX_GLOB_VALUE_CHARS = MAX_IMAGE_REFERENCE_LENGTH;
+
+/** A pattern cut at its stars: `a*b?c*` is ['a', 'b?c', '']. */
+type Glob = readonly string[];
+
+/** Patterns compiled at most, then the cache starts over: policies hold 16 entries each, two patterns an entry. */
+const MAX_COMPILED_GLOBS = 4096;
+const compiledGlobs = new Map<string, Glob>();
+
+function compiledGlob(pattern: string): Glob {
+  let glob = compiledGlobs.get(pattern);
+  if (!glob) {
+    if (compiledGlobs.size >= MAX_COMPILED_GLOBS) compiledGlobs.clear();
+    glob = pattern.split('*');
+    compiledGlobs.set(pattern, glob);
+  }
+  return glob;
+}
+
+/** Whether `segment` (with `?` for any one character) matches `value` at `at`. */
+function segmentAt(segment: string, value: string, at: number): boolean {
+  for (let i = 0; i < segment.length; i++) {
+    if (segment[i] !== '?' && segment[i] !== value[at + i]) return false;
+  }
+  return true;
+}
+
+/** Where `segment` first matches `value`, from `from` up to `last` (its last possible start); -1 if nowhere. */
+function findSegment(segment: string, value: string, from: number, last: number): number {
+  if (!segment.includes('?')) {
+    const at = value.indexOf(segment, from);
+    return at >= 0 && at <= last ? at : -1;
+  }
+  for (let at = from; at <= last; at++) if (segmentAt(segment, value, at)) return at;
+  return -1;
+}
+
 /**
- * `*` matches any run of characters, `?` any one; everything else itself. Iterative, with one
- * backtrack point: linear in practice and never worse than pattern × value (no regular expression
- * built from user input).
+ * `*` matches any run of characters, `?` any one; everything else itself. The pattern is cut at
+ * its stars once (compiled, and kept); then the first piece must start the value, the last end it,
+ * and each piece between is taken where it first fits (what is left after it can only help the
+ * next ones), literal pieces found by indexOf. No regular expression is built from user input, and
+ * a value longer than any name or image reference matches nothing.
  */
 export function globMatches(pattern: string, value: string): boolean {
-  let p = 0;
-  let v = 0;
-  let star = -1;
-  let resume = 0;
-  while (v < value.length) {
-    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === value[v])) {
-      p++;
-      v++;
-    } else if (p < pattern.length && pattern[p] === '*') {
-      star = p++;
-      resume = v;
-    } else if (star >= 0) {
-      p = star + 1;
-      v = ++resume;
-    } else {
-      return false;
-    }
+  if (value.length > MAX_GLOB_VALUE_CHARS) return false;
+  const glob = compiledGlob(pattern);
+  const first = glob[0]!;
+  if (glob.length === 1) return first.length === value.length && segmentAt(first, value, 0);
+  const lastPiece = glob.at(-1)!;
+  const end = value.length - lastPiece.length;
+  if (end < first.length || !segmentAt(first, value, 0) || !segmentAt(lastPiece, value, end)) return false;
+  let at = first.length;
+  for (let i = 1; i < glob.length - 1; i++) {
+    const piece = glob[i]!;
+    const found = findSegment(piece, value, at, end - piece.length);
+    if (found < 0) return false;
+    at = found + piece.length;
   }
-  while (p < pattern.length && pattern[p] === '*') p++;
-  return p === pattern.length;
+  return true;
 }
 
 export function selectorMatches(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
@@ -339,7 +374,43 @@ function readsLabels(selector: LabelSelector): boolean {
 function ruleMatches(rule: ContainerRule, container: ContainerProjection): boolean {
   if (rule.name !== undefined && !globMatches(rule.name, container.name)) return false;
   if (rule.image === undefined) return true;
+  if (container.image.length > MAX_GLOB_VALUE_CHARS) return false;
   return globMatches(rule.image, container.image) || globMatches(rule.image, normalizedImage(container.image));
+}
+
+/**
+ * Answers remembered at most, over all policies, then the memory starts over: at most this many
+ * image strings (each within MAX_GLOB_VALUE_CHARS) are held for it.
+ */
+const MAX_REMEMBERED_ANSWERS = 4096;
+/** The key of every image past MAX_GLOB_VALUE_CHARS: it matches no image pattern, whatever it says. */
+const IMAGE_TOO_LONG = '\0';
+/**
+ * Per policy object (one per generation: a changed policy is parsed anew), the index of its first
+ * entry matching a container, by name, then image: every event of a Pod asks again, and the answer
+ * only changes with the policy. Keyed by the projection's own strings, whose hashes the engine
+ * keeps: no key is built per question.
+ */
+let firstEntries = new WeakMap<SidecarPolicy, Map<string, Map<string, number>>>();
+let rememberedAnswers = 0;
+
+function firstEntry(policy: SidecarPolicy, container: ContainerProjection): ContainerRule | undefined {
+  const image = container.image.length > MAX_GLOB_VALUE_CHARS ? IMAGE_TOO_LONG : container.image;
+  let index = firstEntries.get(policy)?.get(container.name)?.get(image);
+  if (index === undefined) {
+    index = policy.containers.findIndex((r) => ruleMatches(r, container));
+    if (rememberedAnswers >= MAX_REMEMBERED_ANSWERS) {
+      firstEntries = new WeakMap();
+      rememberedAnswers = 0;
+    }
+    let byName = firstEntries.get(policy);
+    if (!byName) firstEntries.set(policy, (byName = new Map()));
+    let byImage = byName.get(container.name);
+    if (!byImage) byName.set(container.name, (byImage = new Map()));
+    byImage.set(image, index);
+    rememberedAnswers++;
+  }
+  return index < 0 ? undefined : policy.containers[index];
 }
 
 /**
@@ -395,7 +466,7 @@ function appliesTo(policy: SidecarPolicy, pod: PodProjection, namespaceLabels: R
 function firstMarker(policies: readonly SidecarPolicy[], mode: PolicyMode, container: ContainerProjection): PolicyMarker | undefined {
   for (const policy of policies) {
     if (policy.mode !== mode) continue;
-    const rule = policy.containers.find((r) => ruleMatches(r, container));
+    const rule = firstEntry(policy, container);
     if (!rule) continue;
     return {
       policy: policyId(policy),
@@ -428,7 +499,7 @@ export function stopCommandsOf(pod: PodProjection): Map<string, StopCommand> {
 /** Cheap pre-filter for the watch cache: some policy has an entry that could match one of the Pod's containers. */
 export function mayMatchPolicy(pod: PodProjection, policies: readonly SidecarPolicy[]): boolean {
   return policies.some((p) => (p.scope === 'cluster' || p.namespace === pod.namespace) &&
-    pod.containers.some((c) => p.containers.some((r) => ruleMatches(r, c))));
+    pod.containers.some((c) => firstEntry(p, c) !== undefined));
 }
 
 /** The one Event per Pod of audit mode: which containers which policies would have stopped, and how. */
