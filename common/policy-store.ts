@@ -39,8 +39,12 @@ export class PolicyStore<W> {
   /** What each kept policy says, by scope and key: an event that changes none of it is no change. */
   private readonly said = new Map<string, string>();
   private relistTimer: NodeJS.Timeout | undefined;
+  /** Each namespace's kept labels as last seen (JSON): a change tells onNamespaceLabels. */
+  private readonly labelsSeen = new Map<string, string>();
   /** What the policies say changed. */
   readonly onChange = new Listeners<[]>();
+  /** A namespace already known has other labels now: its Pods may be picked by other cluster policies. */
+  readonly onNamespaceLabels = new Listeners<[namespace: string]>();
 
   constructor(deps: PolicyStoreDeps<W>) {
     const { client, log, onRestart, onUnreadable } = deps;
@@ -66,7 +70,13 @@ export class PolicyStore<W> {
         const labels = ns.metadata?.labels ?? {};
         return Object.keys(labels).length > deps.maxLabels ? {} : { labels: { ...labels } };
       },
-      onChange: () => {},
+      onChange: (name, kept) => {
+        const before = this.labelsSeen.get(name);
+        const now = kept === undefined ? undefined : JSON.stringify(kept.labels ?? {});
+        if (now === undefined) this.labelsSeen.delete(name);
+        else this.labelsSeen.set(name, now);
+        if (before !== undefined && now !== undefined && before !== now) this.onNamespaceLabels.tell(name);
+      },
       onRestart: () => onRestart('namespaces'),
       onUnreadable: () => onUnreadable('namespaces'),
     });

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContainerRecreateRequest } from '../api/container-recreate-request.ts';
 import { LABEL_POD_UID, requestPath } from '../api/container-recreate-request.ts';
-import { podPath } from '../common/kube/paths.ts';
+import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { main, makePod, sidecar, UID, WHEN_JOB_EXIT } from '../test/support/pods.ts';
@@ -87,6 +87,28 @@ describe('ClusterCache: sidecar policies (R54)', () => {
       const bad = cache.policyStore.all().find((p) => p.name === 'bad')!;
       assert.equal(bad.parsed.valid, false, 'kept, for its status to say why');
       assert.deepEqual(cache.policies.forNamespace('ns').map((p) => p.name), ['mesh']);
+    } finally {
+      cache.stop();
+    }
+  });
+
+  it('a namespace\'s new labels have its kept Pods decided again at once; other edits of it, and other namespaces, do not', async () => {
+    const api = cluster();
+    const nsPath = resourcePath('v1', 'namespaces', undefined, 'ns');
+    api.set(nsPath, { metadata: { name: 'ns', labels: { team: 'a' } } });
+    api.set(resourcePath('v1', 'namespaces', undefined, 'other'), { metadata: { name: 'other', labels: {} } });
+    const cache = new ClusterCache({ client: api, metrics, log: createLogger('test', 'error') });
+    const told: string[] = [];
+    cache.onPodChange.add((key) => told.push(key));
+    cache.start();
+    try {
+      await until(() => cache.isSynced() && told.length === 1);
+      api.set(nsPath, { metadata: { name: 'ns', labels: { team: 'a' }, annotations: { note: 'x' } } });
+      api.set(resourcePath('v1', 'namespaces', undefined, 'other'), { metadata: { name: 'other', labels: { team: 'b' } } });
+      api.set(nsPath, { metadata: { name: 'ns', labels: { team: 'b' } } });
+      await until(() => told.length === 2);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(told, ['ns/job-pod', 'ns/job-pod']);
     } finally {
       cache.stop();
     }

@@ -88,6 +88,11 @@ export class ClusterCache {
     });
     // A policy that matches other containers than before: the Pods dropped as of no interest are listed again.
     this.policyStore.relistOnChange(this.podInformer);
+    // A namespace's labels decide which cluster policies pick its Pods: its kept Pods are decided again
+    // at once, not at the next resync (the pre-filter reads no selector, so none was dropped for them).
+    this.policyStore.onNamespaceLabels.add((namespace) => {
+      for (const key of this.podInformer.keys()) if (key.startsWith(`${namespace}/`)) this.onPodChange.tell(key);
+    });
     this.informers = [this.requestInformer, this.policyStore, this.podInformer];
   }
 
