@@ -122,7 +122,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     client, log, metrics,
     cachedPod: (key) => cache.pod(key),
     requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
-    withPolicies: (pod) => cache.policies.apply(pod),
+    withPolicies: (pod) => (cache.policyStore.isSynced() ? cache.policies.apply(pod) : undefined),
     nodeKind: (name) => nodes.kindOf(name),
     events,
     creates,

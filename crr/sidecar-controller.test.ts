@@ -11,7 +11,7 @@ import { apiError, FakeKubeApi, networkError } from '../test/support/fake-api.ts
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
-import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
+import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, POLICIES_UNREAD_WAIT_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
 import { ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { NodeKind } from '../rules/classify.ts';
 import { exited, IGNORE_EXIT_CODE, imageSidecar, main, makePod, NOW, sidecar, UID } from '../test/support/pods.ts';
@@ -39,6 +39,8 @@ interface HarnessOptions {
   agentlessSwapImages?: string[];
   /** --settled-phase; true by default. */
   settledPhase?: boolean;
+  /** Whether the policies and namespaces are all read (true by default). */
+  policiesRead?: () => boolean;
 }
 
 function harness(o: HarnessOptions = {}) {
@@ -53,7 +55,7 @@ function harness(o: HarnessOptions = {}) {
     cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
     requestsForPod: (namespace, uid) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
       .filter((r) => requestPodUids(r).includes(uid)),
-    withPolicies: (pod) => applyPolicies(pod, {}, o.policies ?? []),
+    withPolicies: (pod) => (o.policiesRead?.() ?? true ? applyPolicies(pod, {}, o.policies ?? []) : undefined),
     nodeKind: o.nodeKind ?? (async () => o.node ?? 'real'),
     events: recorder,
     creates: urgent,
@@ -106,6 +108,17 @@ describe('SidecarController: a Pod bound to a node that does not exist (R17)', (
 });
 
 describe('SidecarController: creating a request', () => {
+  it('R54: a new leader decides nothing before the policies and namespaces are read: the Pod waits, then is decided', async () => {
+    let read = false;
+    const { controller, creates, reasons } = harness({ policiesRead: () => read });
+    assert.deepEqual(await controller.reconcile(KEY), { requeueAfterMs: POLICIES_UNREAD_WAIT_MS });
+    assert.equal(creates().length, 0);
+    assert.deepEqual(await reasons(), []);
+    read = true;
+    await controller.reconcile(KEY);
+    assert.equal(creates().length, 1);
+  });
+
   it('R10, R47: creates it and emits the Normal event once, however often the Pod is looked at', async () => {
     const h = harness();
     assert.equal(await h.controller.reconcile(KEY), undefined);

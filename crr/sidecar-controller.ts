@@ -54,13 +54,19 @@ export interface WatchedPod {
   receivedAtMs: number;
 }
 
+/** How long a Pod waits before it is looked at again while the policies are not all read. */
+export const POLICIES_UNREAD_WAIT_MS = 500;
+
 export interface SidecarControllerDeps {
   /** Creates requests; patches Pods (images, status). */
   client: Pick<KubeApi, 'create' | 'patch'>;
   cachedPod: (key: string) => WatchedPod | undefined;
   requestsForPod: (namespace: string, podUid: string) => ContainerRecreateRequest[];
-  /** The Pod with the sidecar policies that apply to it laid over (R54). */
-  withPolicies: (pod: PodProjection) => PodProjection;
+  /**
+   * The Pod with the sidecar policies that apply to it laid over (R54); undefined while the
+   * policies and namespaces are not all read yet (a new leader's first moments): the Pod waits.
+   */
+  withPolicies: (pod: PodProjection) => PodProjection | undefined;
   /** The kind of a node; throws when it cannot be known (the Pod is then retried, never guessed). */
   nodeKind: (nodeName: string) => Promise<NodeKind>;
   events: EventRecorder;
@@ -113,6 +119,7 @@ export class SidecarController {
     const cached = this.deps.cachedPod(key);
     if (!cached?.pod.nodeName) return;
     const pod = this.deps.withPolicies(cached.pod);
+    if (!pod) return { requeueAfterMs: POLICIES_UNREAD_WAIT_MS };
     this.setMatched(key, pod);
     const missingFor = (this.nodeMissingUntil.get(key) ?? 0) - this.now();
     if (missingFor > 0) return { requeueAfterMs: missingFor };
