@@ -1,5 +1,6 @@
 // The sidecar policies (R54) and the namespace labels their selectors read, from three watches.
 // Plumbing only: what a policy object means is the caller's (`project`, `meaning`).
+import { createHash } from 'node:crypto';
 import type { KubeApi } from './kube/api.ts';
 import type { Logger } from './log.ts';
 import { Listeners } from './listeners.ts';
@@ -36,7 +37,7 @@ export class PolicyStore<W> {
   private readonly namespacedPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
   private readonly namespaces: ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>;
   private readonly meaning: (policy: W) => string;
-  /** What each kept policy says, by scope and key: an event that changes none of it is no change. */
+  /** A digest of what each kept policy says, by scope and key: an event that changes none of it is no change. */
   private readonly said = new Map<string, string>();
   private relistTimer: NodeJS.Timeout | undefined;
   /** Each namespace's kept labels as last seen (JSON): a change tells onNamespaceLabels. */
@@ -123,7 +124,9 @@ export class PolicyStore<W> {
   }
 
   private changed(key: string, policy: W | undefined): void {
-    const said = policy === undefined ? '' : this.meaning(policy);
+    const meaning = policy === undefined ? '' : this.meaning(policy);
+    // Kept as a digest: a policy at its CRD's limits says about 100 KB, and every agent keeps every policy.
+    const said = meaning === '' ? '' : createHash('sha256').update(meaning).digest('base64');
     if (said === (this.said.get(key) ?? '')) return;
     if (said === '') this.said.delete(key);
     else this.said.set(key, said);
