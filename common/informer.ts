@@ -219,9 +219,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private onEvent(event: WatchEvent<T & { code?: number }> | UnreadableEvent): void {
     if (event.type === 'UNREADABLE') {
       this.unreadable(event.object, event.reason);
-      const { namespace, name, resourceVersion } = event.object;
-      if (name) this.remove(namespace ? namespacedKey(namespace, name) : name);
-      this.advance(resourceVersion);
+      if (event.object.name) this.remove(objectKey({ metadata: event.object }));
+      this.advance(event.object.resourceVersion);
       return;
     }
     const { type: phase, object: obj } = event;
@@ -245,7 +244,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   /** An object left out: counted each time, logged once per object. */
   private unreadable(object: UnreadableObject, reason: string): void {
     this.o.onUnreadable?.(object);
-    const seen = `${object.namespace ?? ''}/${object.name ?? ''}`;
+    const seen = objectKey({ metadata: object });
     if (this.loggedUnreadable.has(seen)) return;
     if (this.loggedUnreadable.size >= MAX_LOGGED_UNREADABLE) this.loggedUnreadable.clear();
     this.loggedUnreadable.add(seen);

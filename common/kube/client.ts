@@ -292,6 +292,7 @@ export class KubeClient implements KubeApi {
     if (res.statusCode !== 200) throw new KubeApiError(res.statusCode ?? 0, 'GET', path, await this.readBody(res, `watch ${path}`));
     res.setEncoding('utf8');
     const what = `watch ${path}: one event`;
+    const overCap = new KubeAnswerTooLargeError(what, this.maxAnswerBytes).message;
     let buffered = '';
     // Reading an event over the cap through: who it is about, and how much of it has gone by.
     let oversized: { scanner: AnswerScanner; bytes: number } | undefined;
@@ -321,7 +322,7 @@ export class KubeClient implements KubeApi {
             oversized.bytes += newline < 0 ? rest.length : newline;
             if (oversized.bytes > MAX_SCANNED_BYTES) throw new KubeAnswerTooLargeError(what, MAX_SCANNED_BYTES);
             if (newline < 0) return;
-            unreadable(oversized.scanner, new KubeAnswerTooLargeError(what, this.maxAnswerBytes).message);
+            unreadable(oversized.scanner, overCap);
             oversized = undefined;
             rest = rest.slice(newline + 1);
           }
