@@ -71,7 +71,11 @@ describe('security: requests and Job outcomes a namespace can cause', { timeout:
     assert.equal(type, 'Complete');
     const lagMs = finished(done, 'proxy').getTime() - finished(done, 'main').getTime();
     assert.ok(lagMs < 15_000, `the sidecar stopped ${lagMs} ms after the main (not held behind the user request)`);
-    const ours = (await jobs.requestsFor(done)).find((r) => r.metadata.name !== 'user-stale');
+    // The agent writes the outcome once it has seen the exit, which may be after the Job ended.
+    const ours = await waitFor(async () => {
+      const request = (await jobs.requestsFor(done)).find((r) => r.metadata.name !== 'user-stale');
+      return request?.status?.phase === 'Completed' ? request : undefined;
+    }, { description: 'our request completed', timeoutMs: 30_000 }).catch(async () => (await jobs.requestsFor(done)).find((r) => r.metadata.name !== 'user-stale'));
     assert.equal(ours?.status?.containerRecreateStates?.[0]?.phase, 'Succeeded', JSON.stringify(ours?.status));
   });
 
