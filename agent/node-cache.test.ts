@@ -10,6 +10,7 @@ import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { main, makePod, NODE, sidecar, UID, WHEN_JOB_EXIT } from '../test/support/pods.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { NodeCache } from './node-cache.ts';
+import { clusterPolicyPath } from '../api/sidecar-policy.ts';
 
 const metrics = { watchRestarts: { inc: () => {} } } as unknown as AgentMetrics;
 
@@ -55,6 +56,31 @@ describe('NodeCache (R43, R45)', () => {
       assert.ok(told.includes('request r1'));
       api.remove(podPath('ns', 'job-pod'));
       await until(() => told.includes('gone ns/job-pod'));
+    } finally {
+      cache.stop();
+    }
+  });
+});
+
+describe('NodeCache: sidecar policies (R54)', () => {
+  it('a Job Pod nothing marks is told again with its rules\' projection once a policy matches its container, from the cache: the node\'s Pods are not listed', async () => {
+    const api = new FakeKubeApi();
+    api.set(podPath('ns', 'job-pod'), makePod({ containers: [main('main', { exit: 0 }), main('mesh-proxy')] }));
+    const cache = new NodeCache({ client: api, nodeName: NODE, metrics, log: createLogger('test', 'error') });
+    const told: string[] = [];
+    cache.onPodChange.add((namespace, name, cached) => told.push(`${namespace}/${name} ${cached.termination?.containers.map((c) => c.policy?.policy ?? '-').join(',') ?? 'none'}`));
+    cache.start();
+    try {
+      await until(() => cache.notReadyReason() === undefined && told.length === 1);
+      assert.deepEqual(told, ['ns/job-pod none']);
+      assert.equal(cache.sidecarPod('ns', 'job-pod'), undefined, 'nothing marks it yet');
+      const lists = () => api.lines({ method: 'get' }).filter((l) => l.startsWith(`GET ${podPath()} `)).length;
+      const listed = lists();
+      api.set(clusterPolicyPath('mesh'), { kind: 'ClusterSidecarPolicy', metadata: { name: 'mesh' }, spec: { containers: [{ name: 'mesh-*' }] } });
+      await until(() => told.length === 2);
+      assert.deepEqual(told[1], 'ns/job-pod -,ClusterSidecarPolicy/mesh');
+      assert.equal(cache.sidecarPodOfContainer('containerd://mesh-proxy-id')?.containers[1]?.policy?.policy, 'ClusterSidecarPolicy/mesh');
+      assert.equal(lists(), listed, 'from the cache, with no list');
     } finally {
       cache.stop();
     }

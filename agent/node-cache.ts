@@ -12,7 +12,7 @@ import { Listeners } from '../common/listeners.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { PolicyStore } from '../common/policy-store.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
-import { POLICY_WATCH, PoliciesInEffect } from '../rules/policies.ts';
+import { POLICY_WATCH, PoliciesInEffect, policyMayYetMark } from '../rules/policies.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
@@ -27,6 +27,12 @@ export interface NodePod {
   termination?: PodProjection;
 }
 
+/**
+ * As kept: the rules' projection also for a Job Pod not finished that nothing marks yet, which a
+ * policy may yet mark (read through `asRead`, as the policies are now).
+ */
+type KeptNodePod = NodePod;
+
 
 export interface NodeCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
@@ -36,7 +42,7 @@ export interface NodeCacheDeps {
 }
 
 export class NodeCache {
-  private readonly pods: ProjectingInformer<V1Pod, NodePod>;
+  private readonly pods: ProjectingInformer<V1Pod, KeptNodePod>;
   private readonly active: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
   /** A Pod of the node was added or changed. */
   readonly onPodChange = new Listeners<[namespace: string, name: string, pod: NodePod]>();
@@ -71,37 +77,46 @@ export class NodeCache {
     });
     this.policies = new PoliciesInEffect(this.policyStore);
     // Only compact projections of each Pod on this node are kept; the sidecar rules' one only for
-    // Pods their markers or a policy may concern.
-    this.pods = new ProjectingInformer<V1Pod, NodePod>({
+    // Pods their markers or a policy may concern, and for Job Pods not finished, which a policy may
+    // yet mark: a policy's change is then decided from here, without listing the node's Pods.
+    this.pods = new ProjectingInformer<V1Pod, KeptNodePod>({
       client,
       path: podPath(),
       fieldSelector: `spec.nodeName=${nodeName}`,
       project: (pod) => {
         const termination = projectPod(pod);
-        const kept = mayNeedSidecarTermination(termination) || this.policies.mayMatch(termination);
+        const kept = this.concerns(termination) || policyMayYetMark(termination);
         return { pod: projectAgentPod(pod), ...(kept ? { termination } : {}) };
       },
       // Container IDs as kubelet reported them: a runtime exit event leads straight to its Pod.
       indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
       onChange: (key, cached) => {
         const [namespace, name] = splitKey(key);
-        if (cached) this.onPodChange.tell(namespace, name, this.withPolicies(cached));
+        if (cached) this.onPodChange.tell(namespace, name, this.asRead(cached));
         else this.onPodGone.tell(namespace, name);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       onUnreadable: () => metrics.unreadableObjects.inc({ resource: 'pods' }),
       log,
     });
-    this.policyStore.relistOnChange(this.pods);
+    // The policies, or a namespace's labels, changed: the scope's Pods are told again, as they are read now.
+    this.policyStore.onScopeChange.add((scope) => {
+      const keys = scope === 'cluster' ? [...this.pods.keys()] : [...scope].flatMap((namespace) => this.pods.keysIn(namespace));
+      for (const key of keys) {
+        const [namespace, name] = splitKey(key);
+        this.onPodChange.tell(namespace, name, this.asRead(this.pods.get(key)!));
+      }
+    });
   }
 
-  /** The Pod with the sidecar policies laid over its rules' projection (read when used: policies change). */
-  private withPolicies(cached: NodePod): NodePod {
-    return cached.termination ? { ...cached, termination: this.applied(cached.termination) } : cached;
+  /** Whether the sidecar rules have anything to decide for the Pod: its markers, or a policy that may mark a container. */
+  private concerns(termination: PodProjection): boolean {
+    return mayNeedSidecarTermination(termination) || this.policies.mayMatch(termination);
   }
 
-  private applied(termination: PodProjection | undefined): PodProjection | undefined {
-    return termination && this.policies.apply(termination);
+  /** The Pod as read: the rules' projection only where they may concern it, with the sidecar policies laid over (read when used: policies change). */
+  private asRead(kept: KeptNodePod): NodePod {
+    return kept.termination ? { pod: kept.pod, ...(this.concerns(kept.termination) ? { termination: this.policies.apply(kept.termination) } : {}) } : kept;
   }
 
   /** The Pod as the Reconciler reads it. */
@@ -109,14 +124,16 @@ export class NodeCache {
     return this.pods.get(namespacedKey(namespace, name))?.pod;
   }
 
-  /** The Pod's projection for the sidecar rules; undefined for Pods that can never need them. */
+  /** The Pod's projection for the sidecar rules; undefined for Pods they do not concern. */
   sidecarPod(namespace: string, name: string): PodProjection | undefined {
-    return this.applied(this.pods.get(namespacedKey(namespace, name))?.termination);
+    const kept = this.pods.get(namespacedKey(namespace, name));
+    return kept && this.asRead(kept).termination;
   }
 
   /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
   sidecarPodOfContainer(containerID: string): PodProjection | undefined {
-    return this.applied(this.pods.byIndex(containerID)[0]?.termination);
+    const kept = this.pods.byIndex(containerID)[0];
+    return kept && this.asRead(kept).termination;
   }
 
   /** The node's active requests, in a namespace or in all. */

@@ -161,17 +161,22 @@ describe('ProjectingInformer', () => {
     assert.deepEqual(denied.lines({ method: 'get' }), [`GET ${PODS} 403`], 'an RBAC from before the resource: the same');
   });
 
-  it('requestRelist lists again and watches on from the new list', async () => {
+  it('keeps each namespace\'s keys apart: keysIn and list(namespace) read them without a scan, and follow adds, drops and deletes', async () => {
     const api = new FakeKubeApi();
     api.set(at('a'), obj('a', 'p'));
+    api.set(podPath('other', 'b'), { metadata: { namespace: 'other', name: 'b' }, owner: 'q' });
     const informer = newInformer(api);
     informer.start();
     await until(watching(api, 1));
-    informer.requestRelist();
-    await until(watching(api, 2));
+    assert.deepEqual(informer.keysIn('ns'), ['ns/a']);
+    assert.deepEqual(informer.list('other'), ['q']);
+    api.set(at('c'), obj('c', 'r'));
+    api.set(at('a'), obj('a', 'ignored'));
+    api.remove(podPath('other', 'b'));
+    await until(() => informer.keysIn('ns').join() === 'ns/c' && informer.keysIn('other').length === 0);
     informer.stop();
-    assert.equal(lists(api).length, 2);
-    assert.equal(informer.get('ns/a'), 'p');
+    assert.deepEqual(informer.list('ns'), ['r']);
+    assert.deepEqual(informer.list(), ['r']);
   });
 
   it('a watch broken by the network is resumed from the last version seen, without a re-list', async () => {

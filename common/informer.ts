@@ -89,6 +89,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   /** indexBy value → keys, and key → its indexBy values. */
   private readonly index = new Map<string, Set<string>>();
   private readonly indexed = new Map<string, readonly string[]>();
+  /** Namespace → the keys kept in it (namespaced objects only). */
+  private readonly byNamespace = new Map<string, Set<string>>();
   private readonly o: InformerOptions<T, P>;
   /** The list's page size, as the relists before this one left it. */
   private readonly pageSizing: PageSizing;
@@ -98,8 +100,6 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private newestSeen = '';
   private synced = false;
   private stopped = false;
-  /** What project() keeps has changed: list again, then watch from the new list. */
-  private relistWanted = false;
   private backoffMs = 500;
   private abort: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -125,15 +125,6 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     return this.synced;
   }
 
-  /**
-   * Lists again (from the API server's watch cache) and watches on from there: for when what
-   * project() keeps has changed, so objects it dropped before are looked at again.
-   */
-  requestRelist(): void {
-    this.relistWanted = true;
-    this.abort?.abort();
-  }
-
   get(key: string): P | undefined {
     return this.items.get(key);
   }
@@ -151,22 +142,21 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     return [...(this.index.get(value) ?? [])].map((key) => this.items.get(key)!);
   }
 
+  /** The keys kept in one namespace. */
+  keysIn(namespace: string): string[] {
+    return [...(this.byNamespace.get(namespace) ?? [])];
+  }
+
   /** All kept projections, or those of one namespace. */
   list(namespace?: string): P[] {
-    const out: P[] = [];
-    for (const [key, value] of this.items) {
-      if (namespace === undefined || key.startsWith(`${namespace}/`)) out.push(value);
-    }
-    return out;
+    const keys = namespace === undefined ? this.items.keys() : this.keysIn(namespace);
+    return [...keys].map((key) => this.items.get(key)!);
   }
 
   private async run(): Promise<void> {
     if (this.stopped) return;
     try {
-      while (!this.resourceVersion || this.relistWanted) {
-        this.relistWanted = false;
-        await this.relist();
-      }
+      if (!this.resourceVersion) await this.relist();
       this.abort = new AbortController();
       await this.o.client.watch<T & { code?: number }>(
         this.o.path,
@@ -254,10 +244,6 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   private onDone(err: unknown): void {
     this.abort = undefined;
     if (this.stopped) return;
-    if (this.relistWanted) {
-      void this.run();
-      return;
-    }
     if (statusCode(err) === 410) this.resourceVersion = '';
     // Not served (404), or not ours to read (403: an RBAC from before the resource existed).
     if (this.o.mayBeAbsent && (statusCode(err) === 404 || statusCode(err) === 403)) {
@@ -283,6 +269,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
       this.remove(key);
       return;
     }
+    if (!this.items.has(key)) this.inNamespace(key, true);
     this.items.set(key, projection);
     if (this.o.indexBy) this.reindex(key, this.o.indexBy(projection));
     this.o.onChange(key, projection);
@@ -300,8 +287,22 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   private remove(key: string): void {
     if (!this.items.delete(key)) return;
+    this.inNamespace(key, false);
     this.reindex(key, []);
     this.o.onChange(key, undefined);
+  }
+
+  private inNamespace(key: string, kept: boolean): void {
+    if (!key.includes('/')) return;
+    const [namespace] = splitKey(key);
+    let keys = this.byNamespace.get(namespace);
+    if (kept) {
+      if (!keys) this.byNamespace.set(namespace, (keys = new Set()));
+      keys.add(key);
+    } else if (keys) {
+      keys.delete(key);
+      if (keys.size === 0) this.byNamespace.delete(namespace);
+    }
   }
 
   private reindex(key: string, values: readonly string[]): void {

@@ -4,13 +4,16 @@ import { createHash } from 'node:crypto';
 import type { KubeApi } from './kube/api.ts';
 import type { Logger } from './log.ts';
 import { Listeners } from './listeners.ts';
-import { ProjectingInformer } from './informer.ts';
+import { ProjectingInformer, splitKey } from './informer.ts';
 import { resourcePath } from './kube/paths.ts';
 
 export type PolicyScope = 'cluster' | 'namespaced';
 
-/** How long policy changes are gathered before a relist they call for. */
-const POLICY_RELIST_DELAY_MS = 2_000;
+/** How long changes are gathered before their scopes are told (onScopeChange): an edit loop is one re-evaluation per moment. */
+const SCOPE_GATHER_MS = 250;
+
+/** Whose Pods a change may concern: every namespace's (a cluster policy), or these namespaces'. */
+export type ChangedScope = 'cluster' | ReadonlySet<string>;
 
 interface NamespaceObject {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
@@ -39,13 +42,19 @@ export class PolicyStore<W> {
   private readonly meaning: (policy: W) => string;
   /** A digest of what each kept policy says, by scope and key: an event that changes none of it is no change. */
   private readonly said = new Map<string, string>();
-  private relistTimer: NodeJS.Timeout | undefined;
-  /** Each namespace's kept labels as last seen (JSON): a change tells onNamespaceLabels. */
+  /** Each namespace's kept labels as last seen (JSON): a change is a change of its scope. */
   private readonly labelsSeen = new Map<string, string>();
-  /** What the policies say changed. */
+  /** Scopes changed and not told yet: 'cluster' takes in every namespace. */
+  private gathered: 'cluster' | Set<string> | undefined;
+  private gatherTimer: NodeJS.Timeout | undefined;
+  /** What the policies say changed (told at once, before onScopeChange). */
   readonly onChange = new Listeners<[]>();
-  /** A namespace already known has other labels now: its Pods may be picked by other cluster policies. */
-  readonly onNamespaceLabels = new Listeners<[namespace: string]>();
+  /**
+   * Whose Pods the policies may decide otherwise now, gathered for a moment: a policy changed what
+   * it says, or a namespace got other labels (or was first seen) so that other cluster policies
+   * may pick its Pods. A cache decides those Pods again from what it keeps, listing nothing.
+   */
+  readonly onScopeChange = new Listeners<[scope: ChangedScope]>();
 
   constructor(deps: PolicyStoreDeps<W>) {
     const { client, log, onRestart, onUnreadable } = deps;
@@ -56,7 +65,7 @@ export class PolicyStore<W> {
         // A cluster without the policy CRDs runs without policies (an older install's CRDs).
         mayBeAbsent: true,
         project: (object) => deps.project(object, scope),
-        onChange: (key, policy) => this.changed(`${scope}/${key}`, policy),
+        onChange: (key, policy) => this.changed(scope, key, policy),
         onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
         onUnreadable: () => onUnreadable(path.slice(path.lastIndexOf('/') + 1)),
       });
@@ -76,23 +85,10 @@ export class PolicyStore<W> {
         const now = kept === undefined ? undefined : JSON.stringify(kept.labels ?? {});
         if (now === undefined) this.labelsSeen.delete(name);
         else this.labelsSeen.set(name, now);
-        if (before !== undefined && now !== undefined && before !== now) this.onNamespaceLabels.tell(name);
+        if (now !== undefined && before !== now) this.gather(name);
       },
       onRestart: () => onRestart('namespaces'),
       onUnreadable: () => onUnreadable('namespaces'),
-    });
-  }
-
-  /**
-   * Has `informer` list again (from the watch cache) once the policies change: what it keeps may
-   * depend on them. Changes are gathered for a moment, however many there are.
-   */
-  relistOnChange(informer: { requestRelist(): void }): void {
-    this.onChange.add(() => {
-      this.relistTimer ??= setTimeout(() => {
-        this.relistTimer = undefined;
-        informer.requestRelist();
-      }, POLICY_RELIST_DELAY_MS);
     });
   }
 
@@ -117,19 +113,33 @@ export class PolicyStore<W> {
   }
 
   stop(): void {
-    clearTimeout(this.relistTimer);
+    clearTimeout(this.gatherTimer);
     this.namespaces.stop();
     this.clusterPolicies.stop();
     this.namespacedPolicies.stop();
   }
 
-  private changed(key: string, policy: W | undefined): void {
+  private changed(scope: PolicyScope, key: string, policy: W | undefined): void {
     const meaning = policy === undefined ? '' : this.meaning(policy);
     // Kept as a digest: a policy at its CRD's limits says about 100 KB, and every agent keeps every policy.
     const said = meaning === '' ? '' : createHash('sha256').update(meaning).digest('base64');
-    if (said === (this.said.get(key) ?? '')) return;
-    if (said === '') this.said.delete(key);
-    else this.said.set(key, said);
+    const saidKey = `${scope}/${key}`;
+    if (said === (this.said.get(saidKey) ?? '')) return;
+    if (said === '') this.said.delete(saidKey);
+    else this.said.set(saidKey, said);
     this.onChange.tell();
+    this.gather(scope === 'cluster' ? 'cluster' : splitKey(key)[0]);
+  }
+
+  private gather(scope: 'cluster' | string): void {
+    if (scope === 'cluster') this.gathered = 'cluster';
+    else if (this.gathered === undefined) this.gathered = new Set([scope]);
+    else if (this.gathered !== 'cluster') this.gathered.add(scope);
+    this.gatherTimer ??= setTimeout(() => {
+      this.gatherTimer = undefined;
+      const told = this.gathered;
+      this.gathered = undefined;
+      if (told) this.onScopeChange.tell(told);
+    }, SCOPE_GATHER_MS);
   }
 }

@@ -1,5 +1,5 @@
 // The controller's view of the cluster's requests and Pods, from two watches: every request (indexed
-// by the Pod uids it names) and the Pods the sidecar rules may concern (compact projections). Readers
+// by the Pod uids it names) and the Pods the sidecar rules or a policy may concern (compact projections). Readers
 // ask it; who must hear of a change subscribes, in the order subscribed.
 import { now } from '../common/clock.ts';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -12,9 +12,11 @@ import type { ContainerRecreateRequest } from '../api/container-recreate-request
 import { requestPath } from '../api/container-recreate-request.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { mayBeHeldByUnmarkedSidecar } from '../rules/unmarked-sidecars.ts';
+import type { PodProjection } from '../rules/projection.ts';
 import { projectPod } from '../rules/projection.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
-import { POLICY_WATCH, PoliciesInEffect } from '../rules/policies.ts';
+import { POLICY_WATCH, PoliciesInEffect, policyMayYetMark } from '../rules/policies.ts';
+import type { ChangedScope } from '../common/policy-store.ts';
 import { PolicyStore } from '../common/policy-store.ts';
 import { keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -32,9 +34,9 @@ export class ClusterCache {
   private readonly informers: readonly { start(): void; stop(): void; isSynced(): boolean }[];
   /** A request was added or changed. */
   readonly onRequestChange = new Listeners<[key: string, request: ContainerRecreateRequest]>();
-  /** A Pod of interest was added or changed. */
+  /** A Pod of interest was added or changed, or the policies that apply to it did. */
   readonly onPodChange = new Listeners<[key: string]>();
-  /** A Pod left the cache (deleted, or no longer of interest). */
+  /** A Pod is of no interest (any more): deleted, finished, or no longer picked by a policy. */
   readonly onPodGone = new Listeners<[key: string]>();
   /** A Pod could not be read (served over the answer cap, or not JSON): it is left out as if deleted. */
   readonly onPodUnreadable = new Listeners<[pod: UnreadableObject]>();
@@ -64,20 +66,21 @@ export class ClusterCache {
       onUnreadable: (resource) => metrics.unreadableObjects.inc({ resource }),
     });
     this.policies = new PoliciesInEffect(this.policyStore);
-    // Only Pods that may need their sidecars stopped (by their markers or a policy, R54), or be held
-    // by a well-known sidecar nobody marked (R52), are kept, and only as a compact projection; the
-    // API server already leaves out restartPolicy Always Pods (most of a cluster).
+    // Kept, as a compact projection: the Pods that may need their sidecars stopped (by their markers
+    // or a policy, R54), or be held by a well-known sidecar nobody marked (R52), and every Job Pod
+    // not finished, which a policy may yet mark: a policy's change is then decided from here,
+    // without listing Pods. Only the first are of interest (`concerns`); the API server already
+    // leaves out restartPolicy Always Pods (most of a cluster).
     this.podInformer = new ProjectingInformer<V1Pod, WatchedPod>({
       client,
       path: podPath(),
       fieldSelector: 'spec.restartPolicy!=Always',
       project: (p) => {
         const pod = projectPod(p);
-        const kept = mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || this.policies.mayMatch(pod);
-        return kept ? { pod, receivedAtMs: now() } : undefined;
+        return this.concerns(pod) || policyMayYetMark(pod) ? { pod, receivedAtMs: now() } : undefined;
       },
       onChange: (key, cached) => {
-        (cached ? this.onPodChange : this.onPodGone).tell(key);
+        (cached && this.concerns(cached.pod) ? this.onPodChange : this.onPodGone).tell(key);
       },
       onRestart: () => metrics.watchRestarts.inc({ resource: 'pods' }),
       onUnreadable: (pod) => {
@@ -86,13 +89,7 @@ export class ClusterCache {
       },
       log,
     });
-    // A policy that matches other containers than before: the Pods dropped as of no interest are listed again.
-    this.policyStore.relistOnChange(this.podInformer);
-    // A namespace's labels decide which cluster policies pick its Pods: its kept Pods are decided again
-    // at once, not at the next resync (the pre-filter reads no selector, so none was dropped for them).
-    this.policyStore.onNamespaceLabels.add((namespace) => {
-      for (const key of this.podInformer.keys()) if (key.startsWith(`${namespace}/`)) this.onPodChange.tell(key);
-    });
+    this.policyStore.onScopeChange.add((scope) => this.decideAgain(scope));
     this.informers = [this.requestInformer, this.policyStore, this.podInformer];
   }
 
@@ -100,8 +97,10 @@ export class ClusterCache {
     return this.requestInformer.get(namespacedKey(namespace, name));
   }
 
+  /** The Pod, when it is of interest. */
   pod(key: string): WatchedPod | undefined {
-    return this.podInformer.get(key);
+    const cached = this.podInformer.get(key);
+    return cached && this.concerns(cached.pod) ? cached : undefined;
   }
 
   /** The requests of the namespace that name the Pod's uid (in the label or in the name). */
@@ -113,8 +112,32 @@ export class ClusterCache {
     return this.requestInformer.keys();
   }
 
-  podKeys(): IterableIterator<string> {
-    return this.podInformer.keys();
+  /** The keys of the Pods of interest. */
+  *podKeys(): IterableIterator<string> {
+    for (const key of this.podInformer.keys()) if (this.pod(key)) yield key;
+  }
+
+  /** Whether the controller has anything to decide for the Pod: its markers, a well-known sidecar, or a policy that may mark one. */
+  private concerns(pod: PodProjection): boolean {
+    return mayNeedSidecarTermination(pod) || mayBeHeldByUnmarkedSidecar(pod) || this.policies.mayMatch(pod);
+  }
+
+  /**
+   * The policies, or a namespace's labels, changed: the kept Pods of the scope are decided again,
+   * from the cache (a policy may mark a Pod it did not, or no longer mark one). Their wait is
+   * counted from now: the change is what they are decided on.
+   */
+  private decideAgain(scope: ChangedScope): void {
+    const keys = scope === 'cluster' ? [...this.podInformer.keys()] : [...scope].flatMap((namespace) => this.podInformer.keysIn(namespace));
+    for (const key of keys) {
+      const cached = this.podInformer.get(key)!;
+      if (!this.concerns(cached.pod)) {
+        this.onPodGone.tell(key);
+        continue;
+      }
+      cached.receivedAtMs = now();
+      this.onPodChange.tell(key);
+    }
   }
 
   isSynced(): boolean {

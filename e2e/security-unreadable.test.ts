@@ -2,8 +2,8 @@
 // Hostile namespaces, round four (R48): one Pod that no stream may stop at. A namespace user (the
 // built-in `edit` role, in their namespace only) creates a bare Pod with 1 MB of `<` in its env:
 // stored as 1 MB, served as JSON at six bytes a `<`, over the 4 MiB the agent and the controller
-// read of one object. The user edits it, and adds a SidecarPolicy, which makes both list their Pods
-// again, through that Pod. Meanwhile two marked Jobs in another namespace, a plain one and one whose
+// read of one object. The user edits it, and adds a SidecarPolicy, which has both decide the
+// namespace's Pods again. Meanwhile two marked Jobs in another namespace, a plain one and one whose
 // ignore-exit-code sidecar only the controller's phase write ends, must end as always: within 30 s
 // of their mains. The Pod itself gets one Warning that says why nothing is done for it.
 import { after, before, describe, it } from 'node:test';
@@ -51,7 +51,7 @@ describe('security: a Pod served larger than the parts read (R48)', () => {
     if (jobsNs) await deleteTestNamespace(core, jobsNs);
   });
 
-  it('a tenant\'s Pod of 1 MB of "<", edited, and a policy that relists through it: Jobs elsewhere end within 30 s of their mains; the Pod gets one Warning', async (t) => {
+  it('a tenant\'s Pod of 1 MB of "<", edited, and a policy in its namespace: Jobs elsewhere end within 30 s of their mains; the Pod gets one Warning', async (t) => {
     const restarts = await ourRestarts();
     const agent = await agentPod();
     const leader = await controllerLeader();
@@ -71,7 +71,7 @@ describe('security: a Pod served larger than the parts read (R48)', () => {
     await waitFor(async () => (await podMetric(agent, AGENT_METRICS_PORT, unreadable('agent'))) > counted.agent &&
       (await podMetric(leader, CONTROLLER_METRICS_PORT, unreadable('controller'))) > counted.controller, { description: 'both parts counted the Pod as unreadable', timeoutMs: 60_000 });
 
-    // The tenant edits it, and makes both parts list their Pods again (a policy that matches nothing).
+    // The tenant edits it, and has both parts decide the namespace again (a policy that matches nothing).
     for (let i = 0; i < 3; i++) await asTenant('PATCH', `/api/v1/namespaces/${tenantNs}/pods/big`, { metadata: { annotations: { edit: String(i) } } });
     await asTenant('POST', `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${tenantNs}/sidecarpolicies`, {
       apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name: 'relist' },

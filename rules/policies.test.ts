@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import { classify } from './classify.ts';
 import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
-import { MAX_GLOB_VALUE_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
+import { MAX_GLOB_VALUE_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyMayYetMark, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
 import { projectPod } from './projection.ts';
 import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support/pods.ts';
 import { decide } from './decide.ts';
@@ -193,11 +193,27 @@ describe('R54: which policy marks which container', () => {
       'the Pod\'s own marker wins, the policy\'s command with it');
   });
 
-  it('mayMatchPolicy: only by the container entries, whatever the selectors (they are read at decision time)', () => {
+  it('mayMatchPolicy: by the container entries, among the policies that apply to the Pod (its namespace, its selectors)', () => {
     const pod = projectPod(meshPod());
-    assert.equal(mayMatchPolicy(pod, [policy('mesh', { podSelector: { matchLabels: { no: 'match' } }, containers: [{ name: 'istio-*' }] })]), true);
-    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'linkerd-*' }] })]), false);
-    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ name: 'istio-*' }] }, 'namespaced', 'other')]), false);
+    const mesh = (spec: Record<string, unknown>, scope: PolicyScope = 'cluster', namespace?: string) => policy('mesh', { containers: [{ name: 'istio-*' }], ...spec }, scope, namespace);
+    assert.equal(mayMatchPolicy(pod, {}, [mesh({})]), true);
+    assert.equal(mayMatchPolicy(pod, {}, [mesh({ containers: [{ name: 'linkerd-*' }] })]), false);
+    assert.equal(mayMatchPolicy(pod, {}, [mesh({}, 'namespaced', 'other')]), false, 'another namespace\'s policy');
+    assert.equal(mayMatchPolicy(pod, {}, [mesh({ podSelector: { matchLabels: { no: 'match' } } })]), false, 'a Pod its selector does not pick');
+    assert.equal(mayMatchPolicy(pod, {}, [mesh({ podSelector: { matchLabels: { app: 'batch' } } })]), true);
+    const meshNamespaces = mesh({ namespaceSelector: { matchLabels: { mesh: 'on' } } });
+    assert.equal(mayMatchPolicy(pod, { mesh: 'on' }, [meshNamespaces]), true);
+    assert.equal(mayMatchPolicy(pod, { mesh: 'off' }, [meshNamespaces]), false, 'a namespace its selector does not pick');
+    assert.equal(mayMatchPolicy(pod, undefined, [meshNamespaces]), false, 'a namespace not read yet: never guessed');
+  });
+
+  it('policyMayYetMark: a Job\'s Pod not finished, whatever it marks', () => {
+    assert.equal(policyMayYetMark(projectPod(meshPod())), true);
+    assert.equal(policyMayYetMark(projectPod(makePod({ containers: [main('app')], restartPolicy: 'Always' }))), false, 'a service\'s Pod');
+    for (const phase of ['Succeeded', 'Failed']) {
+      const done = meshPod();
+      assert.equal(policyMayYetMark(projectPod({ ...done, status: { ...done.status, phase } })), false, phase);
+    }
   });
 
   it('an image longer than any reference matches no image pattern, a name entry all the same; answers follow the policy\'s next generation', () => {
@@ -206,12 +222,12 @@ describe('R54: which policy marks which container', () => {
     const byName = policy('mesh', { containers: [{ name: 'istio-*' }] });
     for (let i = 0; i < 2; i++) {
       assert.deepEqual(applyPolicies(long, {}, [byImage]).containers.map((c) => c.policy?.policy ?? '-'), ['-', '-'], `ask ${i + 1}`);
-      assert.equal(mayMatchPolicy(long, [byImage]), false);
+      assert.equal(mayMatchPolicy(long, {}, [byImage]), false);
       assert.deepEqual(applyPolicies(long, {}, [byName]).containers.map((c) => c.policy?.policy ?? '-'), ['-', 'ClusterSidecarPolicy/mesh']);
     }
     const pod = projectPod(meshPod());
-    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] })]), true);
-    assert.equal(mayMatchPolicy(pod, [policy('mesh', { containers: [{ image: 'docker.io/linkerd/*' }] })]), false, 'a new generation is asked afresh');
+    assert.equal(mayMatchPolicy(pod, {}, [policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] })]), true);
+    assert.equal(mayMatchPolicy(pod, {}, [policy('mesh', { containers: [{ image: 'docker.io/linkerd/*' }] })]), false, 'a new generation is asked afresh');
   });
 });
 

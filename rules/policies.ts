@@ -134,13 +134,18 @@ export class PoliciesInEffect {
   private cluster: SidecarPolicy[] = [];
   private namespaced = new Map<string, SidecarPolicy[]>();
   private perNamespace = new Map<string, readonly SidecarPolicy[]>();
+  /** The policies changed since the lists were built: built again when next read, once for a whole burst of changes. */
+  private stale = true;
 
   constructor(source: PolicySource) {
     this.source = source;
-    source.onChange.add(() => this.refresh());
+    source.onChange.add(() => {
+      this.stale = true;
+    });
   }
 
   private refresh(): void {
+    this.stale = false;
     this.cluster = [];
     this.namespaced = new Map();
     this.perNamespace = new Map();
@@ -159,6 +164,7 @@ export class PoliciesInEffect {
 
   /** The cluster's policies and the namespace's own, in precedence order. */
   forNamespace(namespace: string): readonly SidecarPolicy[] {
+    if (this.stale) this.refresh();
     let policies = this.perNamespace.get(namespace);
     if (!policies) {
       policies = precedenceOrder([...(this.namespaced.get(namespace) ?? []), ...this.cluster]);
@@ -172,9 +178,9 @@ export class PoliciesInEffect {
     return applyPolicies(pod, this.source.namespaceLabels(pod.namespace), this.forNamespace(pod.namespace));
   }
 
-  /** Whether some policy of the Pod's namespace could match one of its containers (the caches' pre-filter). */
+  /** Whether some policy that applies to the Pod (its namespace, its selectors) could match one of its containers (the caches' pre-filter). */
   mayMatch(pod: PodProjection): boolean {
-    return mayMatchPolicy(pod, this.forNamespace(pod.namespace));
+    return mayMatchPolicy(pod, this.source.namespaceLabels(pod.namespace), this.forNamespace(pod.namespace));
   }
 }
 
@@ -496,10 +502,21 @@ export function stopCommandsOf(pod: PodProjection): Map<string, StopCommand> {
   return commands;
 }
 
-/** Cheap pre-filter for the watch cache: some policy has an entry that could match one of the Pod's containers. */
-export function mayMatchPolicy(pod: PodProjection, policies: readonly SidecarPolicy[]): boolean {
-  return policies.some((p) => (p.scope === 'cluster' || p.namespace === pod.namespace) &&
-    pod.containers.some((c) => firstEntry(p, c) !== undefined));
+/**
+ * Cheap pre-filter for the caches: some policy that applies to the Pod (its namespace and selectors,
+ * as applyPolicies reads them) has an entry that could match one of its containers.
+ */
+export function mayMatchPolicy(pod: PodProjection, namespaceLabels: Readonly<Record<string, string>> | undefined, policies: readonly SidecarPolicy[]): boolean {
+  return policies.some((p) => appliesTo(p, pod, namespaceLabels) && pod.containers.some((c) => firstEntry(p, c) !== undefined));
+}
+
+/**
+ * A Pod a policy may yet concern, whatever the policies say now: a Job's Pod (restartPolicy Never or
+ * OnFailure) not finished. The caches keep these, so that a change of the policies or of a
+ * namespace's labels is decided again from what they keep, without listing Pods.
+ */
+export function policyMayYetMark(pod: PodProjection): boolean {
+  return (pod.restartPolicy === 'Never' || pod.restartPolicy === 'OnFailure') && pod.phase !== 'Succeeded' && pod.phase !== 'Failed';
 }
 
 /** The one Event per Pod of audit mode: which containers which policies would have stopped, and how. */
