@@ -66,4 +66,6 @@ export const EVENT_REASONS = {
   unmarkedSidecarHoldsPod: 'UnmarkedSidecarHoldingPod',
   /** The API server serves the Pod as more than the controller reads (or not as JSON): it is left alone. */
   podUnreadable: 'SidecarTerminatorCannotReadPod',
+  /** A container's image is longer than any image reference: a policy's image pattern was not tried on it (R54). */
+  policyImageTooLong: 'SidecarPolicyImageTooLong',
 } as const;

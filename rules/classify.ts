@@ -12,7 +12,7 @@ import type { DecisionEvent } from './events.ts';
 import { quoteList, warning } from './events.ts';
 import type { PolicyMarker } from './policy-marker.ts';
 import type { ContainerProjection, NameListAnnotation, PodProjection } from './projection.ts';
-import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, namesAnything } from './projection.ts';
+import { MAX_ANNOTATION_CHARS, MAX_ANNOTATION_NAMES, MAX_IMAGE_REFERENCE_LENGTH, namesAnything } from './projection.ts';
 
 /**
  * Where a Pod runs (R5, R22): a real node with an agent, a virtual node (`type=virtual-kubelet`), or
@@ -61,6 +61,7 @@ export function classify(pod: PodProjection): Classification {
     ...unknownNamesWarning(pod),
     ...ineffectiveIgnoreWarning(pod, sidecars, annotatedIgnore),
     ...ineffectiveStopLastWarning(sidecars, stopLast),
+    ...imageTooLongWarning(pod),
   ];
   return { sidecars, mains, warnings };
 }
@@ -102,6 +103,17 @@ export function policyNote(sidecars: readonly Sidecar[]): string {
   const byPolicy = sidecars.filter((s) => s.markedBy !== 'env' && s.markedBy !== 'annotation');
   if (byPolicy.length === 0) return '';
   return ` Made sidecar${byPolicy.length > 1 ? 's' : ''} by policy: ${byPolicy.map((s) => `"${s.name}" (${s.markedBy})`).join(', ')}.`;
+}
+
+/** One Warning per Pod for the containers a policy's image pattern could not be tried on (R54). */
+function imageTooLongWarning(pod: PodProjection): DecisionEvent[] {
+  const untried = pod.containers.filter((c) => c.imagePatternUntried !== undefined);
+  if (untried.length === 0) return [];
+  const what = untried.map((c) => `"${c.name}" (${c.imagePatternUntried})`).join(', ');
+  return [warning(EVENT_REASONS.policyImageTooLong, EVENT_REASONS.policyImageTooLong,
+    `The image of ${untried.length === 1 ? 'container' : 'containers'} ${what} is longer than any image reference ` +
+      `(${MAX_IMAGE_REFERENCE_LENGTH} characters): no image pattern of a policy is tried on it, so no policy makes it a sidecar. ` +
+      'Kubelet cannot run such an image either (InvalidImageName). Fix the image, or match the container by name.')];
 }
 
 /**

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
 import { classify } from './classify.ts';
 import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
-import { MAX_GLOB_VALUE_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyMayYetMark, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
+import { MAX_GLOB_VALUE_CHARS, MAX_POLICY_SPEC_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyMayYetMark, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
 import { projectPod } from './projection.ts';
 import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support/pods.ts';
 import { decide } from './decide.ts';
@@ -117,6 +117,7 @@ describe('R54: parsePolicy refuses what it cannot read, with the reason', () => 
     ['a stop command of too many arguments', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: Array(33).fill('a') }] } }, 'cluster', /at most 32 entries/],
     ['a stop command argument too long', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: ['sh', 'x'.repeat(1025)] }] } }, 'cluster', /stopCommand\[1\]: at most 1024 characters/],
     ['a stop command that is not a list', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopCommand: 'kill 1' }] } }, 'cluster', /stopCommand: must be a list/],
+    ['a policy over 8192 characters in all', { metadata: { name: 'p', namespace: 'ns' }, spec: { podSelector: { matchExpressions: Array(16).fill({ key: 'k', operator: 'In', values: Array(64).fill('v'.repeat(63)) }) }, containers: [{ name: 'x' }] } }, 'namespaced', /spec: 64529 characters .* in all, more than 8192/],
   ];
   for (const [row, object, scope, reason] of rows) {
     it(row, () => {
@@ -125,6 +126,23 @@ describe('R54: parsePolicy refuses what it cannot read, with the reason', () => 
       assert.match(parsed.valid ? '' : parsed.reason, reason);
     });
   }
+});
+
+describe('R54: a policy\'s size in all (MAX_POLICY_SPEC_CHARS)', () => {
+  it('counts selectors, patterns, images and commands, as CEL\'s size() does: 8192 characters pass, one more does not', () => {
+    const spec = (last: string) => ({
+      namespaceSelector: { matchLabels: { team: 'a'.repeat(60) } },
+      podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['b'.repeat(63)] }] },
+      containers: [{ name: 'n'.repeat(256), image: 'i'.repeat(256), swapImage: 's'.repeat(256) }, { name: 'x', stopCommand: ['sh', '-c', ...(last.match(/.{1,1000}/gu) ?? [])] }],
+    });
+    const fixed = 4 + 60 + 3 + 63 + 3 * 256 + 1 + 2 + 2;
+    const fits = 'c'.repeat(MAX_POLICY_SPEC_CHARS - fixed);
+    assert.ok(parsePolicy({ metadata: { name: 'p' }, spec: spec(fits) }, 'cluster').valid);
+    const over = parsePolicy({ metadata: { name: 'p' }, spec: spec(`${fits}c`) }, 'cluster');
+    assert.match(over.valid ? '' : over.reason, /8193 characters/);
+    const astral = parsePolicy({ metadata: { name: 'p' }, spec: spec(`${'c'.repeat(MAX_POLICY_SPEC_CHARS - fixed - 1)}😀`) }, 'cluster');
+    assert.ok(astral.valid, 'a code point is one character, as CEL counts it');
+  });
 });
 
 describe('R54: which policy marks which container', () => {
@@ -220,11 +238,18 @@ describe('R54: which policy marks which container', () => {
     const long = projectPod(withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy', 'running', { image: `docker.io/istio/${'x'.repeat(5000)}` })] }), {}));
     const byImage = policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] });
     const byName = policy('mesh', { containers: [{ name: 'istio-*' }] });
+    assert.equal(long.containers[1]!.image, '', 'not kept');
     for (let i = 0; i < 2; i++) {
-      assert.deepEqual(applyPolicies(long, {}, [byImage]).containers.map((c) => c.policy?.policy ?? '-'), ['-', '-'], `ask ${i + 1}`);
-      assert.equal(mayMatchPolicy(long, {}, [byImage]), false);
+      const applied = applyPolicies(long, {}, [byImage]);
+      assert.deepEqual(applied.containers.map((c) => c.policy?.policy ?? '-'), ['-', '-'], `ask ${i + 1}`);
+      assert.deepEqual(applied.containers.map((c) => c.imagePatternUntried ?? '-'), ['-', 'ClusterSidecarPolicy/mesh'], 'said, for a Warning');
+      assert.equal(mayMatchPolicy(long, {}, [byImage]), true, 'decided, for that Warning');
+      assert.deepEqual(classify(applied).warnings.map((w) => w.reason), [EVENT_REASONS.policyImageTooLong]);
+      assert.match(classify(applied).warnings[0]!.message, /"istio-proxy" \(ClusterSidecarPolicy\/mesh\) is longer than any image reference \(1024 characters\)/);
       assert.deepEqual(applyPolicies(long, {}, [byName]).containers.map((c) => c.policy?.policy ?? '-'), ['-', 'ClusterSidecarPolicy/mesh']);
     }
+    assert.equal(mayMatchPolicy(long, {}, [policy('mesh', { containers: [{ name: 'linkerd-*', image: '*' }] })]), false, 'an entry whose name does not match: nothing to say');
+    assert.deepEqual(applyPolicies(long, {}, [policy('all', { containers: [{ name: 'istio-proxy', image: '*' }] })]).containers.map((c) => c.policy?.policy ?? '-'), ['-', '-'], 'not even "*"');
     const pod = projectPod(meshPod());
     assert.equal(mayMatchPolicy(pod, {}, [policy('mesh', { containers: [{ image: 'docker.io/istio/*' }] })]), true);
     assert.equal(mayMatchPolicy(pod, {}, [policy('mesh', { containers: [{ image: 'docker.io/linkerd/*' }] })]), false, 'a new generation is asked afresh');

@@ -23,6 +23,11 @@ export const MAX_SELECTOR_VALUES = 64;
 export const MAX_STOP_TIER = 9;
 export const MAX_STOP_COMMAND_ARGS = 32;
 export const MAX_STOP_COMMAND_ARG_CHARS = 1024;
+/**
+ * Characters of a policy's names, patterns, images, labels and commands in all (its CRD's rule, by
+ * CEL size(): code points): what every agent and the controller keep of one policy stays small.
+ */
+export const MAX_POLICY_SPEC_CHARS = 8192;
 
 export interface SelectorRequirement {
   key: string;
@@ -203,22 +208,34 @@ export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
     if (mode !== 'Enforce' && mode !== 'Audit') throw new Invalid('spec.mode: must be Enforce or Audit');
     const entries = list(spec.containers, 'spec.containers', MAX_POLICY_CONTAINERS);
     if (entries.length === 0) throw new Invalid('spec.containers: at least one entry is needed');
-    return {
-      valid: true,
-      policy: {
-        scope,
-        ...(namespace !== undefined ? { namespace } : {}),
-        name,
-        mode,
-        namespaceSelector: selector(spec.namespaceSelector, 'spec.namespaceSelector'),
-        podSelector: selector(spec.podSelector, 'spec.podSelector'),
-        containers: entries.map((e, i) => containerRule(e, `spec.containers[${i}]`, scope)),
-      },
+    const policy: SidecarPolicy = {
+      scope,
+      ...(namespace !== undefined ? { namespace } : {}),
+      name,
+      mode,
+      namespaceSelector: selector(spec.namespaceSelector, 'spec.namespaceSelector'),
+      podSelector: selector(spec.podSelector, 'spec.podSelector'),
+      containers: entries.map((e, i) => containerRule(e, `spec.containers[${i}]`, scope)),
     };
+    const chars = specChars(policy);
+    if (chars > MAX_POLICY_SPEC_CHARS) {
+      throw new Invalid(`spec: ${chars} characters of names, patterns, images, labels and commands in all, more than ${MAX_POLICY_SPEC_CHARS}`);
+    }
+    return { valid: true, policy };
   } catch (err) {
     if (err instanceof Invalid) return { valid: false, reason: err.message };
     throw err;
   }
+}
+
+/** The characters MAX_POLICY_SPEC_CHARS bounds, counted as CEL's size() counts them (code points). */
+function specChars(policy: SidecarPolicy): number {
+  const chars = (s: string | undefined) => (s === undefined ? 0 : [...s].length);
+  const selectorChars = (sel: LabelSelector) =>
+    Object.entries(sel.matchLabels).reduce((n, [k, v]) => n + chars(k) + chars(v), 0) +
+    sel.matchExpressions.reduce((n, e) => n + chars(e.key) + e.values.reduce((m, v) => m + chars(v), 0), 0);
+  const entryChars = (r: ContainerRule) => chars(r.name) + chars(r.image) + chars(r.swapImage) + (r.stopCommand ?? []).reduce((n, a) => n + chars(a), 0);
+  return selectorChars(policy.namespaceSelector) + selectorChars(policy.podSelector) + policy.containers.reduce((n, r) => n + entryChars(r), 0);
 }
 
 function containerRule(value: unknown, at: string, scope: PolicyScope): ContainerRule {
@@ -380,16 +397,21 @@ function readsLabels(selector: LabelSelector): boolean {
 function ruleMatches(rule: ContainerRule, container: ContainerProjection): boolean {
   if (rule.name !== undefined && !globMatches(rule.name, container.name)) return false;
   if (rule.image === undefined) return true;
-  if (container.image.length > MAX_GLOB_VALUE_CHARS) return false;
+  if (container.imageTooLong) return false;
   return globMatches(rule.image, container.image) || globMatches(rule.image, normalizedImage(container.image));
+}
+
+/** An entry that would have matched the container, had its image pattern been tried (the image is too long to be). */
+function imagePatternUntried(policy: SidecarPolicy, container: ContainerProjection): boolean {
+  return container.imageTooLong === true && policy.containers.some((r) => r.image !== undefined && (r.name === undefined || globMatches(r.name, container.name)));
 }
 
 /**
  * Answers remembered at most, over all policies, then the memory starts over: at most this many
- * image strings (each within MAX_GLOB_VALUE_CHARS) are held for it.
+ * image strings (each within MAX_IMAGE_REFERENCE_LENGTH) are held for it.
  */
 const MAX_REMEMBERED_ANSWERS = 4096;
-/** The key of every image past MAX_GLOB_VALUE_CHARS: it matches no image pattern, whatever it says. */
+/** The key of every image too long to keep: it matches no image pattern, whatever it says. */
 const IMAGE_TOO_LONG = '\0';
 /**
  * Per policy object (one per generation: a changed policy is parsed anew), the index of its first
@@ -401,7 +423,7 @@ let firstEntries = new WeakMap<SidecarPolicy, Map<string, Map<string, number>>>(
 let rememberedAnswers = 0;
 
 function firstEntry(policy: SidecarPolicy, container: ContainerProjection): ContainerRule | undefined {
-  const image = container.image.length > MAX_GLOB_VALUE_CHARS ? IMAGE_TOO_LONG : container.image;
+  const image = container.imageTooLong ? IMAGE_TOO_LONG : container.image;
   let index = firstEntries.get(policy)?.get(container.name)?.get(image);
   if (index === undefined) {
     index = policy.containers.findIndex((r) => ruleMatches(r, container));
@@ -453,7 +475,10 @@ export function applyPolicies(
     if (ownMarked(pod, container)) return container;
     const enforce = firstMarker(applying, 'Enforce', container);
     const audit = firstMarker(applying, 'Audit', container);
-    if (!enforce && !audit) return container;
+    if (!enforce && !audit) {
+      const untried = applying.find((p) => imagePatternUntried(p, container));
+      return untried ? { ...container, imagePatternUntried: policyId(untried) } : container;
+    }
     return { ...container, ...(enforce ? { policy: enforce } : {}), ...(audit ? { auditPolicy: audit } : {}) };
   });
   return { ...pod, containers };
@@ -507,7 +532,9 @@ export function stopCommandsOf(pod: PodProjection): Map<string, StopCommand> {
  * as applyPolicies reads them) has an entry that could match one of its containers.
  */
 export function mayMatchPolicy(pod: PodProjection, namespaceLabels: Readonly<Record<string, string>> | undefined, policies: readonly SidecarPolicy[]): boolean {
-  return policies.some((p) => appliesTo(p, pod, namespaceLabels) && pod.containers.some((c) => firstEntry(p, c) !== undefined));
+  return policies.some((p) => appliesTo(p, pod, namespaceLabels) &&
+    // A container whose image could not be tried is decided too: for its Warning.
+    pod.containers.some((c) => firstEntry(p, c) !== undefined || imagePatternUntried(p, c)));
 }
 
 /**

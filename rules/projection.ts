@@ -28,7 +28,10 @@ export interface EnvMarkers {
 
 export interface ContainerProjection {
   name: string;
+  /** The spec's image; empty when longer than any image reference (imageTooLong). */
   image: string;
+  /** Its image is longer than any reference (MAX_IMAGE_REFERENCE_LENGTH): not kept, and matched by no image pattern (R54). */
+  imageTooLong?: true;
   markers: EnvMarkers;
   /** Its own restartPolicy and rules, when it sets a restartPolicy (rules count only then). */
   restart?: ContainerRestartProjection;
@@ -40,6 +43,8 @@ export interface ContainerProjection {
   policy?: PolicyMarker;
   /** The Audit policy that would (R54): reported, never acted on. */
   auditPolicy?: PolicyMarker;
+  /** Set by applyPolicies: the first policy applying to the Pod whose image pattern could not be tried on it (imageTooLong), when none marks it. */
+  imagePatternUntried?: string;
 }
 
 /** `containers[].restartPolicy` and `restartPolicyRules`, as kubelet reads them after an exit (R7). */
@@ -249,9 +254,10 @@ function boundedLabels(labels: Record<string, string> | undefined): { labels: Re
 }
 
 function projectContainer(container: V1Container): ContainerProjection {
+  const image = container.image ?? '';
   return {
     name: container.name,
-    image: container.image ?? '',
+    ...(image.length > MAX_IMAGE_REFERENCE_LENGTH ? { image: '', imageTooLong: true } : { image }),
     markers: readMarkers(container.env ?? []),
     ...restartOf(container),
     probeKills: container.livenessProbe != null || container.startupProbe != null,
