@@ -91,7 +91,7 @@ resources:
     const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata.name).sort();
     const bound = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((o) => (o as unknown as { spec: { policyName: string } }).spec.policyName).sort();
     assert.deepEqual(bound, policies);
-    assert.deepEqual(policies, ['team-agent-requests.sidecar-terminator.dev-x', 'team-containerrecreaterequests.sidecar-terminator.dev-x', 'team-request-metadata.sidecar-terminator.dev-x']);
+    assert.deepEqual(policies, ['team-agent-requests.sidecar-terminator.dev-x', 'team-containerrecreaterequests.sidecar-terminator.dev-x', 'team-request-metadata.sidecar-terminator.dev-x', 'team-sidecar-policy-size.sidecar-terminator.dev-x']);
   });
 });
 

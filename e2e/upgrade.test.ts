@@ -295,11 +295,11 @@ describe('upgrade and uninstall', () => {
     assert.deepEqual(requestVerbs(AGENT), ['list', 'watch'], 'the agent ClusterRole, updated in place, lost create');
     assert.deepEqual(requestVerbs(`${AGENT}-requests`), ['create'], 'manifests/policies grants it');
     // The previous release's policies and bindings are the same objects, updated in place; this
-    // release adds the request-metadata policy and its binding.
+    // release adds the request-metadata and sidecar-policy-size policies and their bindings.
     const policiesAfter = policies();
     assert.deepEqual(new Map([...policiesAfter].filter(([name]) => policiesBefore.has(name))), policiesBefore, 'the policies and their bindings: the same objects, updated in place');
     assert.deepEqual([...policiesAfter.keys()].filter((name) => !policiesBefore.has(name)).sort(),
-      ['ValidatingAdmissionPolicy request-metadata.sidecar-terminator.dev', 'ValidatingAdmissionPolicyBinding request-metadata.sidecar-terminator.dev'].sort());
+      ['request-metadata', 'sidecar-policy-size'].flatMap((p) => [`ValidatingAdmissionPolicy ${p}.sidecar-terminator.dev`, `ValidatingAdmissionPolicyBinding ${p}.sidecar-terminator.dev`]).sort());
     // Nothing to prune: every object of the previous release has a namesake in this one, and the
     // cluster holds exactly this release's objects.
     const currentKeys = currentObjects.map(key).sort();
