@@ -1,8 +1,9 @@
 // e2e group: shared
 // Hostile namespaces: policies within a budget (R54). A namespace user (the built-in `edit` role, in
 // their namespace only) writes what costs matching and memory most:
-// - 200 SidecarPolicies at the size the CRD allows (8,192 characters each), every one of 16 entries
-//   with an image pattern of many stars, and a selector that picks every Pod;
+// - 200 SidecarPolicies at the size allowed (8,192 characters each), every one of 16 entries with an
+//   image pattern that the images below nearly match (costly to a matcher that backtracks), and a
+//   selector that picks every Pod;
 // - a Pod whose images are 1,000 characters (tried by every pattern) and 5,000 (longer than any
 //   reference: tried by none), and an annotate loop on it, so that both parts see event after event.
 // Meanwhile a marked Job in another namespace must end as always, within 30 s of its main, with no
@@ -32,12 +33,12 @@ const ANNOTATIONS = 60;
 const BUDGET = 8192;
 const MEMORY = 'process_resident_memory_bytes';
 
-/** 16 entries of a name and a 253-character image pattern of stars, and NotIn selectors filling the rest of the budget: `extra` characters over it. */
+/** 16 entries of a name pattern and a 254-character image pattern, and NotIn selectors filling the rest of the budget: `extra` characters over it. */
 function policyAtBudget(name: string, extra = 0): unknown {
-  const image = `${'*a'.repeat(126)}*`;
-  const containers = Array.from({ length: 16 }, (_, i) => ({ name: `c${i.toString(16)}*`, image }));
+  // A long piece after a star that the images below nearly hold: a matcher that backtracks tries it at every offset.
+  const containers = Array.from({ length: 16 }, (_, i) => ({ name: 'c*', image: `*${'a'.repeat(251)}b${i.toString(16)}` }));
   const keys = ['app', 'tier'];
-  const used = 16 * (3 + image.length) + keys.join('').length;
+  const used = containers.reduce((n, c) => n + c.name.length + c.image.length, 0) + keys.join('').length;
   const left = BUDGET - used + extra;
   const values = Array.from({ length: Math.ceil(left / 63) }, (_, i) => `v${i}`.padEnd(63, 'x'));
   values[values.length - 1] = values[values.length - 1]!.slice(0, left - 63 * (values.length - 1));
@@ -81,22 +82,6 @@ describe('security: policies within a budget (R54)', () => {
     const leader = await controllerLeader();
     const before = { agent: await podMetric(agent, AGENT_METRICS_PORT, MEMORY), controller: await podMetric(leader, CONTROLLER_METRICS_PORT, MEMORY) };
     const policies = `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${tenantNs}/sidecarpolicies`;
-
-    const over = await apiAs(TENANT, 'POST', policies, policyAtBudget('over', 1));
-    if (versionFeatures().admissionPolicies) {
-      assert.equal(over.status, 422, `a policy one character over the budget: ${over.status} ${over.body.message ?? ''}`);
-      assert.match(String(over.body.message), /may hold 8192 characters .* in all; this one holds 8193/);
-    } else {
-      // No admission policies before 1.30: the parser refuses it, and its status says why.
-      assert.equal(over.status, 201, `${over.status} ${over.body.message ?? ''}`);
-      const valid = await waitFor(async () => {
-        const status = (await apiAs(TENANT, 'GET', `${policies}/over`)).body.status as { conditions?: { type: string; status: string; message?: string }[] } | undefined;
-        return status?.conditions?.find((c) => c.type === 'Valid');
-      }, { description: 'the over-budget policy\'s Valid condition', timeoutMs: 30_000 });
-      assert.equal(valid.status, 'False');
-      assert.match(valid.message ?? '', /spec: 8193 characters .* in all, more than 8192/);
-      await asTenant('DELETE', `${policies}/over`);
-    }
 
     const started = Date.now();
     for (let i = 0; i < POLICIES; i++) await asTenant('POST', policies, policyAtBudget(`p${String(i).padStart(3, '0')}`));
@@ -144,6 +129,22 @@ describe('security: policies within a budget (R54)', () => {
 
     const afterwards = { agent: await podMetric(agent, AGENT_METRICS_PORT, MEMORY), controller: await podMetric(leader, CONTROLLER_METRICS_PORT, MEMORY) };
     t.diagnostic(`resident memory: agent ${mib(before.agent)} → ${mib(afterwards.agent)} MiB, controller ${mib(before.controller)} → ${mib(afterwards.controller)} MiB`);
+
+    const over = await apiAs(TENANT, 'POST', policies, policyAtBudget('over', 1));
+    if (versionFeatures().admissionPolicies) {
+      assert.equal(over.status, 422, `a policy one character over the budget: ${over.status} ${over.body.message ?? ''}`);
+      assert.match(String(over.body.message), /may hold 8192 characters .* in all; this one holds 8193/);
+    } else {
+      // No admission policies before 1.30: the parser refuses it, and its status says why.
+      assert.equal(over.status, 201, `${over.status} ${over.body.message ?? ''}`);
+      const valid = await waitFor(async () => {
+        const status = (await apiAs(TENANT, 'GET', `${policies}/over`)).body.status as { conditions?: { type: string; status: string; message?: string }[] } | undefined;
+        return status?.conditions?.find((c) => c.type === 'Valid');
+      }, { description: 'the over-budget policy\'s Valid condition', timeoutMs: 30_000 });
+      assert.equal(valid.status, 'False');
+      assert.match(valid.message ?? '', /spec: 8193 characters .* in all, more than 8192/);
+      await asTenant('DELETE', `${policies}/over`);
+    }
     await assertNoRestartSince(restarts);
   });
 });
