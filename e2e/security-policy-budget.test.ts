@@ -21,6 +21,7 @@ import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, assertNoRestartS
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, SIDECAR_MARK, container, finishedAt } from './support/jobs.ts';
 import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { policyAtBudget } from './support/policies.ts';
 import { waitFor } from './support/wait.ts';
 import { jobCondition } from './support/workloads.ts';
 
@@ -30,25 +31,7 @@ let jobsNs: string;
 const TENANT: Caller = { user: 'e2e-tenant' };
 const POLICIES = 200;
 const ANNOTATIONS = 60;
-const BUDGET = 8192;
 const MEMORY = 'process_resident_memory_bytes';
-
-/** 16 entries of a name pattern and a 254-character image pattern, and NotIn selectors filling the rest of the budget: `extra` characters over it. */
-function policyAtBudget(name: string, extra = 0): unknown {
-  // A long piece after a star that the images below nearly hold: a matcher that backtracks tries it at every offset.
-  const containers = Array.from({ length: 16 }, (_, i) => ({ name: 'c*', image: `*${'a'.repeat(251)}b${i.toString(16)}` }));
-  const keys = ['app', 'tier'];
-  const used = containers.reduce((n, c) => n + c.name.length + c.image.length, 0) + keys.join('').length;
-  const left = BUDGET - used + extra;
-  const values = Array.from({ length: Math.ceil(left / 63) }, (_, i) => `v${i}`.padEnd(63, 'x'));
-  values[values.length - 1] = values[values.length - 1]!.slice(0, left - 63 * (values.length - 1));
-  // A selector that picks the Pod below: its labels are none of these values.
-  const matchExpressions = keys.map((key, i) => ({ key, operator: 'NotIn', values: values.filter((_, j) => j % keys.length === i) }));
-  return {
-    apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name },
-    spec: { mode: 'Enforce', podSelector: { matchExpressions }, containers },
-  };
-}
 
 async function asTenant(method: string, path: string, body?: unknown): Promise<void> {
   const answer = await apiAs(TENANT, method, path, body);
