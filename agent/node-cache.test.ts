@@ -10,7 +10,7 @@ import { FakeKubeApi } from '../test/support/fake-api.ts';
 import { main, makePod, NODE, sidecar, UID, WHEN_JOB_EXIT } from '../test/support/pods.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { NodeCache } from './node-cache.ts';
-import { clusterPolicyPath } from '../api/sidecar-policy.ts';
+import { clusterPolicyPath, namespacedPolicyPath } from '../api/sidecar-policy.ts';
 
 const metrics = { watchRestarts: { inc: () => {} } } as unknown as AgentMetrics;
 
@@ -81,6 +81,31 @@ describe('NodeCache: sidecar policies (R54)', () => {
       assert.deepEqual(told[1], 'ns/job-pod -,ClusterSidecarPolicy/mesh');
       assert.equal(cache.sidecarPodOfContainer('containerd://mesh-proxy-id')?.containers[1]?.policy?.policy, 'ClusterSidecarPolicy/mesh');
       assert.equal(lists(), listed, 'from the cache, with no list');
+    } finally {
+      cache.stop();
+    }
+  });
+
+  it('keeps a namespace\'s SidecarPolicies in full only while the namespace has Pods on the node: read with one list of that namespace when its first Pod comes', async () => {
+    const api = new FakeKubeApi();
+    api.set(namespacedPolicyPath('other', 'shippers'), { kind: 'SidecarPolicy', metadata: { name: 'shippers', namespace: 'other' }, spec: { containers: [{ name: 'shipper' }] } });
+    const cache = new NodeCache({ client: api, nodeName: NODE, metrics, log: createLogger('test', 'error') });
+    cache.start();
+    const podIn = (namespace: string, name: string) => {
+      const pod = makePod({ containers: [main('main', { exit: 0 }), main('shipper')] });
+      return { ...pod, metadata: { ...pod.metadata, namespace, name, uid: `${namespace}-${name}` } };
+    };
+    const namespaceLists = () => api.lines({ method: 'get' }).filter((l) => l.startsWith(`GET ${namespacedPolicyPath('other')} `)).length;
+    try {
+      await until(() => cache.notReadyReason() === undefined);
+      api.set(podPath('other', 'job'), podIn('other', 'job'));
+      await until(() => cache.sidecarPod('other', 'job')?.containers[1]?.policy?.policy === 'SidecarPolicy/other/shippers');
+      assert.equal(namespaceLists(), 1);
+      api.remove(podPath('other', 'job'));
+      await until(() => cache.agentPod('other', 'job') === undefined);
+      api.set(podPath('other', 'again'), podIn('other', 'again'));
+      await until(() => cache.sidecarPod('other', 'again')?.containers[1]?.policy !== undefined);
+      assert.equal(namespaceLists(), 2, 'dropped when the namespace had no Pod here, read again when it has one');
     } finally {
       cache.stop();
     }

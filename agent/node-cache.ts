@@ -8,6 +8,7 @@ import type { KubeApi } from '../common/kube/api.ts';
 import { podPath } from '../common/kube/paths.ts';
 import { namespacedKey, ProjectingInformer, splitKey } from '../common/informer.ts';
 import type { Logger } from '../common/log.ts';
+import { errorMessage } from '../common/log.ts';
 import { Listeners } from '../common/listeners.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
 import { PolicyStore } from '../common/policy-store.ts';
@@ -34,6 +35,9 @@ export interface NodePod {
 type KeptNodePod = NodePod;
 
 
+/** How soon a namespace's policies that could not be read are asked for again. */
+const NAMESPACE_POLICIES_RETRY_MS = 5_000;
+
 export interface NodeCacheDeps {
   client: Pick<KubeApi, 'get' | 'watch'>;
   nodeName: string;
@@ -53,8 +57,12 @@ export class NodeCache {
   /** The sidecar policies (R54), so that the fast path acts for policy-marked sidecars too. */
   private readonly policyStore: PolicyStore<WatchedPolicy>;
   private readonly policies: PoliciesInEffect;
+  /** Namespaces with Pods on this node. */
+  private readonly podNamespaces = new Set<string>();
+  private readonly log: Logger;
 
   constructor({ client, nodeName, metrics, log }: NodeCacheDeps) {
+    this.log = log;
     this.active = new ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>({
       client,
       path: requestPath(),
@@ -70,8 +78,11 @@ export class NodeCache {
       onUnreadable: () => metrics.unreadableObjects.inc({ resource: 'containerrecreaterequests' }),
       log,
     });
+    // Namespaced policies are kept in full only for namespaces with Pods on this node: a tenant's
+    // policies cost the agents of the nodes their Pods run on, not every agent of the cluster.
     this.policyStore = new PolicyStore({
       client, log, ...POLICY_WATCH,
+      keepsNamespace: (namespace) => this.podNamespaces.has(namespace),
       onRestart: (resource) => metrics.watchRestarts.inc({ resource }),
       onUnreadable: (resource) => metrics.unreadableObjects.inc({ resource }),
     });
@@ -92,6 +103,7 @@ export class NodeCache {
       indexBy: (cached) => cached.pod.statuses.flatMap((s) => (s.containerID ? [s.containerID] : [])),
       onChange: (key, cached) => {
         const [namespace, name] = splitKey(key);
+        this.followNamespace(namespace, cached !== undefined);
         if (cached) this.onPodChange.tell(namespace, name, this.asRead(cached));
         else this.onPodGone.tell(namespace, name);
       },
@@ -106,6 +118,25 @@ export class NodeCache {
         const [namespace, name] = splitKey(key);
         this.onPodChange.tell(namespace, name, this.asRead(this.pods.get(key)!));
       }
+    });
+  }
+
+  /** A Pod of the namespace came or went: the namespace's policies are read in full when it first has Pods here, and dropped when it has none. */
+  private followNamespace(namespace: string, podCame: boolean): void {
+    if (podCame && !this.podNamespaces.has(namespace)) {
+      this.podNamespaces.add(namespace);
+      this.readNamespacePolicies(namespace);
+    } else if (!podCame && this.pods.keysIn(namespace).length === 0 && this.podNamespaces.delete(namespace)) {
+      this.policyStore.namespaceNotNeeded(namespace);
+    }
+  }
+
+  private readNamespacePolicies(namespace: string): void {
+    this.policyStore.namespaceNeeded(namespace).catch((err: unknown) => {
+      this.log.warn('the namespace\'s sidecar policies could not be read; trying again', { namespace, error: errorMessage(err), retryInMs: NAMESPACE_POLICIES_RETRY_MS });
+      setTimeout(() => {
+        if (this.podNamespaces.has(namespace)) this.readNamespacePolicies(namespace);
+      }, NAMESPACE_POLICIES_RETRY_MS).unref();
     });
   }
 

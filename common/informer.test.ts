@@ -179,6 +179,29 @@ describe('ProjectingInformer', () => {
     assert.deepEqual(informer.list(), ['r']);
   });
 
+  it('refreshNamespace reads one namespace again and applies only what was kept in part; narrowNamespace keeps less', async () => {
+    const api = new FakeKubeApi();
+    api.set(at('a'), obj('a', 'p'));
+    api.set(podPath('other', 'b'), { metadata: { namespace: 'other', name: 'b' }, owner: 'q' });
+    let full = false;
+    const informer = new ProjectingInformer<Obj, string>({
+      client: api, path: PODS, log: createLogger('test', 'error'), onChange: () => {},
+      project: (x) => (full || x.metadata.namespace === 'other' ? x.owner : 'partial'),
+      namespacePath: (namespace) => podPath(namespace),
+      isPartial: (p) => p === 'partial',
+    });
+    informer.start();
+    await until(watching(api, 1));
+    assert.deepEqual([informer.get('ns/a'), informer.get('other/b')], ['partial', 'q']);
+    full = true;
+    await informer.refreshNamespace('ns');
+    assert.deepEqual([informer.get('ns/a'), informer.get('other/b')], ['p', 'q']);
+    assert.deepEqual(lists(api).at(-1), { limit: 500 }, 'a consistent read, in pages');
+    informer.narrowNamespace('ns', () => 'partial');
+    informer.stop();
+    assert.deepEqual([informer.get('ns/a'), informer.get('other/b')], ['partial', 'q']);
+  });
+
   it('a watch broken by the network is resumed from the last version seen, without a re-list', async () => {
     const api = new FakeKubeApi();
     api.set(at('a'), obj('a', 'p'));

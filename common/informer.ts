@@ -53,6 +53,10 @@ export interface InformerOptions<T extends WatchedObject, P> {
    * ABSENT_RETRY_MS.
    */
   mayBeAbsent?: boolean;
+  /** One namespace's collection path, for refreshNamespace. */
+  namespacePath?: (namespace: string) => string;
+  /** A projection kept in part (project() kept less of its object than it would now): refreshNamespace reads its object again. */
+  isPartial?: (projection: P) => boolean;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -140,6 +144,29 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   /** The projections with `value` among their indexBy values. */
   byIndex(value: string): P[] {
     return [...(this.index.get(value) ?? [])].map((key) => this.items.get(key)!);
+  }
+
+  /**
+   * Lists one namespace's objects (a consistent read) and applies those whose kept projection is
+   * partial: for when project() would now keep more of them. The watch stays the source of every
+   * change; an object it brought in full meanwhile is left as it is.
+   */
+  async refreshNamespace(namespace: string): Promise<void> {
+    const { namespacePath, isPartial } = this.o;
+    if (!namespacePath || !isPartial) throw new Error('refreshNamespace needs the namespacePath and isPartial options');
+    const pages = { first: {}, next: {}, pageSize: this.pageSizing.max, onUnreadable: (o: UnreadableObject, reason: string) => this.unreadable(o, reason) };
+    await listPaged<T>(this.o.client, namespacePath(namespace), pages, (items) => {
+      for (const obj of items) {
+        const key = objectKey(obj);
+        const kept = this.items.get(key);
+        if (kept !== undefined && isPartial(kept)) this.apply(key, obj);
+      }
+    });
+  }
+
+  /** Keeps of each object of the namespace only `narrow(projection)`: for when project() would now keep less of them. */
+  narrowNamespace(namespace: string, narrow: (projection: P) => P): void {
+    for (const key of this.keysIn(namespace)) this.store(key, narrow(this.items.get(key)!));
   }
 
   /** The keys kept in one namespace. */
@@ -269,6 +296,10 @@ export class ProjectingInformer<T extends WatchedObject, P> {
       this.remove(key);
       return;
     }
+    this.store(key, projection);
+  }
+
+  private store(key: string, projection: P): void {
     if (!this.items.has(key)) this.inNamespace(key, true);
     this.items.set(key, projection);
     if (this.o.indexBy) this.reindex(key, this.o.indexBy(projection));

@@ -22,7 +22,8 @@ interface NamespaceObject {
 export interface PolicyStoreDeps<W> {
   client: Pick<KubeApi, 'get' | 'watch'>;
   clusterPath: string;
-  namespacedPath: string;
+  /** The namespaced policies' collection: of every namespace, or of one. */
+  namespacedPath: (namespace?: string) => string;
   /** One policy object as kept: read and bounded once, as it arrives. */
   project: (object: unknown, scope: PolicyScope) => W;
   /** What one kept policy says, as text that changes only when its meaning does (not on a status write); '' for nothing in effect. */
@@ -32,12 +33,23 @@ export interface PolicyStoreDeps<W> {
   onRestart: (resource: string) => void;
   /** Told of each object left out because it could not be read. */
   onUnreadable: (resource: string) => void;
+  /**
+   * Namespaces whose namespaced policies are kept in full (the agent: those with Pods on its node);
+   * of the others only their names. Absent: every namespace's. Tell the store when the answer
+   * changes (namespaceNeeded, namespaceNotNeeded).
+   */
+  keepsNamespace?: (namespace: string) => boolean;
   log: Logger;
 }
 
+/** A namespaced policy of a namespace not kept: nothing of it is in effect here. */
+interface NotKept { notKept: true }
+const NOT_KEPT: NotKept = { notKept: true };
+const isNotKept = (kept: unknown): kept is NotKept => kept === NOT_KEPT;
+
 export class PolicyStore<W> {
   private readonly clusterPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
-  private readonly namespacedPolicies: ProjectingInformer<{ metadata?: { name?: string } }, W>;
+  private readonly namespacedPolicies: ProjectingInformer<{ metadata?: { name?: string; namespace?: string } }, W | NotKept>;
   private readonly namespaces: ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>;
   private readonly meaning: (policy: W) => string;
   /** A digest of what each kept policy says, by scope and key: an event that changes none of it is no change. */
@@ -57,20 +69,26 @@ export class PolicyStore<W> {
   readonly onScopeChange = new Listeners<[scope: ChangedScope]>();
 
   constructor(deps: PolicyStoreDeps<W>) {
-    const { client, log, onRestart, onUnreadable } = deps;
+    const { client, log, onRestart, onUnreadable, keepsNamespace } = deps;
     this.meaning = deps.meaning;
-    const policyInformer = (scope: PolicyScope, path: string) =>
-      new ProjectingInformer<{ metadata?: { name?: string } }, W>({
-        client, path, log,
-        // A cluster without the policy CRDs runs without policies (an older install's CRDs).
-        mayBeAbsent: true,
-        project: (object) => deps.project(object, scope),
-        onChange: (key, policy) => this.changed(scope, key, policy),
-        onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
-        onUnreadable: () => onUnreadable(path.slice(path.lastIndexOf('/') + 1)),
-      });
-    this.clusterPolicies = policyInformer('cluster', deps.clusterPath);
-    this.namespacedPolicies = policyInformer('namespaced', deps.namespacedPath);
+    const informerOptions = (scope: PolicyScope, path: string) => ({
+      client, path, log,
+      // A cluster without the policy CRDs runs without policies (an older install's CRDs).
+      mayBeAbsent: true,
+      onChange: (key: string, policy: W | NotKept | undefined) => this.changed(scope, key, isNotKept(policy) ? undefined : policy),
+      onRestart: () => onRestart(path.slice(path.lastIndexOf('/') + 1)),
+      onUnreadable: () => onUnreadable(path.slice(path.lastIndexOf('/') + 1)),
+    });
+    this.clusterPolicies = new ProjectingInformer<{ metadata?: { name?: string } }, W>({
+      ...informerOptions('cluster', deps.clusterPath),
+      project: (object) => deps.project(object, 'cluster'),
+    });
+    this.namespacedPolicies = new ProjectingInformer<{ metadata?: { name?: string; namespace?: string } }, W | NotKept>({
+      ...informerOptions('namespaced', deps.namespacedPath()),
+      project: (object) => (!keepsNamespace || keepsNamespace(object.metadata?.namespace ?? '') ? deps.project(object, 'namespaced') : NOT_KEPT),
+      namespacePath: deps.namespacedPath,
+      isPartial: isNotKept,
+    });
     this.namespaces = new ProjectingInformer<NamespaceObject, { labels?: Record<string, string> }>({
       client, log,
       path: resourcePath('v1', 'namespaces'),
@@ -94,7 +112,20 @@ export class PolicyStore<W> {
 
   /** Every policy kept, valid or not. */
   all(): W[] {
-    return [...this.clusterPolicies.list(), ...this.namespacedPolicies.list()];
+    return [...this.clusterPolicies.list(), ...this.namespacedPolicies.list().filter((p): p is W => !isNotKept(p))];
+  }
+
+  /**
+   * keepsNamespace now says yes to the namespace: its policies, of which only the names were kept,
+   * are read again (one list of the namespace); the watch brings every later change.
+   */
+  async namespaceNeeded(namespace: string): Promise<void> {
+    await this.namespacedPolicies.refreshNamespace(namespace);
+  }
+
+  /** keepsNamespace now says no to the namespace: of its policies only the names are kept. */
+  namespaceNotNeeded(namespace: string): void {
+    this.namespacedPolicies.narrowNamespace(namespace, () => NOT_KEPT);
   }
 
   /** The namespace's labels; undefined when not known (or too many to read). */

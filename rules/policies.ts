@@ -120,7 +120,7 @@ export function policyMeaning(watched: WatchedPolicy): string {
 /** How both parts watch the policies (common/policy-store.ts): the paths, and what a policy object means. */
 export const POLICY_WATCH = {
   clusterPath: clusterPolicyPath(),
-  namespacedPath: namespacedPolicyPath(),
+  namespacedPath: (namespace?: string) => namespacedPolicyPath(namespace),
   project: watchedPolicy,
   meaning: policyMeaning,
   maxLabels: MAX_POD_LABELS,
