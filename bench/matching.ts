@@ -38,7 +38,7 @@ function podJson(n: number): string {
 }
 
 function matching(): { firstMs: number; p50Ms: number; p99Ms: number; maxMs: number; matchedAny: boolean } {
-  const policies = inEffect(Array.from({ length: POLICIES }, (_, i) => watchedPolicy({ ...(policyAtBudget(`p${i}`) as object), metadata: { name: `p${i}`, namespace: 'tenant' } }, 'namespaced')));
+  const policies = inEffect(Array.from({ length: POLICIES }, (_, i) => watchedPolicy({ ...policyAtBudget(`p${i}`), metadata: { name: `p${i}`, namespace: 'tenant' } }, 'namespaced')));
   const times: number[] = [];
   let matchedAny = false;
   for (let n = 0; n < EVENTS; n++) {
@@ -62,7 +62,7 @@ function keeping(): { policies: number; heapMiB: number; perPolicyKiB: number } 
   const kept = new Map<string, { policy: WatchedPolicy; said: string }>();
   for (let i = 0; i < KEPT_POLICIES; i++) {
     // As the watch delivers it: parsed from the JSON the API server serves.
-    const policy = watchedPolicy(JSON.parse(JSON.stringify({ ...(policyAtBudget(`p${i}`) as object), metadata: { name: `p${i}`, namespace: `ns-${i % 50}` } })), 'namespaced');
+    const policy = watchedPolicy(JSON.parse(JSON.stringify({ ...policyAtBudget(`p${i}`), metadata: { name: `p${i}`, namespace: `ns-${i % 50}` } })), 'namespaced');
     kept.set(`p${i}`, { policy, said: createHash('sha256').update(policyMeaning(policy)).digest('base64') });
   }
   gc();

@@ -1,4 +1,4 @@
-// Part 6: sidecar policies at scale. A thousand policies (most of them cluster-wide) that match no
+// Part 6: sidecar policies at scale. A thousand policies at the size budget (most of them cluster-wide) that match no
 // Pod here, the agent's and the controller leader's memory before and after them, how long the
 // controller takes to write every policy's status, and part 1's Jobs of ours (env-marked beside
 // policy-marked, R54) run with the thousand in place.
@@ -9,6 +9,7 @@ import { pool } from './kube.ts';
 import type { LatencyFigures } from './latency.ts';
 import { runLatency } from './latency.ts';
 import { MB, metricSum } from './stats.ts';
+import { filledToBudget } from '../e2e/support/policies.ts';
 
 const API = '/apis/sidecar-terminator.dev/v1alpha1';
 const LABEL = 'bench.sidecar-terminator.dev/policies';
@@ -47,16 +48,17 @@ export async function runPolicies(ctx: Context, agents: readonly V1Pod[], leader
   const index = (i: number) => String(i).padStart(4, '0');
   // Each selects a namespace no Pod is in, and names containers no Pod has: they cost what every
   // policy costs, and act on nothing.
-  const clusterPolicy = (i: number) => ({
+  // Each is filled to the size budget: what the largest policy costs.
+  const clusterPolicy = (i: number) => filledToBudget({
     apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy',
     metadata: { name: `bench-${index(i)}`, labels: { [LABEL]: 'noise' } },
     spec: { namespaceSelector: { matchLabels: { 'bench-noise': index(i) } }, containers: [{ name: `noise-${index(i)}-*` }, { image: `registry.example/noise-${index(i)}:*`, stopTier: 1 }] },
-  });
-  const namespacedPolicy = (i: number) => ({
+  }, 'cluster');
+  const namespacedPolicy = (i: number) => filledToBudget({
     apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy',
     metadata: { name: `bench-${index(i)}`, namespace, labels: { [LABEL]: 'noise' } },
     spec: { podSelector: { matchLabels: { 'bench-noise': index(i) } }, containers: [{ name: `noise-${index(i)}` }] },
-  });
+  }, 'namespaced');
   const failures: string[] = [];
   try {
     await sleep(5_000);
@@ -77,8 +79,8 @@ export async function runPolicies(ctx: Context, agents: readonly V1Pod[], leader
     const ratio = envMarked && policyMarked ? Math.round((policyMarked.mainToSidecarMs.p50 / envMarked.mainToSidecarMs.p50) * 100) / 100 : undefined;
     return {
       method:
-        `${cluster} ClusterSidecarPolicies and ${namespaced} SidecarPolicies (in one namespace), each selecting a namespace or Pods ` +
-        'that do not exist: what every policy costs, acting on nothing. Memory from process_resident_memory_bytes and ' +
+        `${cluster} ClusterSidecarPolicies and ${namespaced} SidecarPolicies (in one namespace, with no Pod on the agent's node), each ` +
+        'selecting a namespace or Pods that do not exist, and filled to the size budget (8,192 characters): what the largest policy costs, acting on nothing. Memory from process_resident_memory_bytes and ' +
         'nodejs_heap_size_used_bytes on /metrics, 5 s before the creates and 5 s after the Jobs. Then, with the policies in place, ' +
         `${jobs} Jobs of ours whose sidecar its env marks and ${jobs} whose sidecar only a further ClusterSidecarPolicy marks (policyMarked), ` +
         'in batches of 10 together, the two kinds taking turns (A B B A …: each as often first of a pair as second).',

@@ -229,7 +229,7 @@ export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
 }
 
 /** The characters MAX_POLICY_SPEC_CHARS bounds, counted as CEL's size() counts them (code points). */
-function specChars(policy: SidecarPolicy): number {
+export function specChars(policy: SidecarPolicy): number {
   const chars = (s: string | undefined) => (s === undefined ? 0 : [...s].length);
   const selectorChars = (sel: LabelSelector) =>
     Object.entries(sel.matchLabels).reduce((n, [k, v]) => n + chars(k) + chars(v), 0) +
