@@ -17,11 +17,13 @@ export function filledToBudget<T extends PolicyObject>(policy: T, scope: PolicyS
   // Parsed as its namespace would (it is given one when created).
   const parsed = parsePolicy({ ...policy, metadata: { namespace: 'any', ...policy.metadata } }, scope);
   if (!parsed.valid) throw new Error(`not a valid policy: ${parsed.reason}`);
-  const keys = ['filler-a', 'filler-b'];
-  const left = MAX_POLICY_SPEC_CHARS - specChars(parsed.policy) - keys.join('').length + extra;
+  // Labels of one character each, and values of 63 (a label value's most), at most 64 to an expression.
+  const budget = MAX_POLICY_SPEC_CHARS - specChars(parsed.policy) + extra;
+  const expressions = Math.ceil(budget / (1 + 64 * 63));
+  const left = budget - expressions;
   const values = Array.from({ length: Math.ceil(left / 63) }, (_, i) => `v${i}`.padEnd(63, 'x'));
   values[values.length - 1] = values[values.length - 1]!.slice(0, left - 63 * (values.length - 1));
-  const filler = keys.map((key, i) => ({ key, operator: 'NotIn', values: values.filter((_, j) => j % keys.length === i) }));
+  const filler = Array.from({ length: expressions }, (_, i) => ({ key: String.fromCharCode(0x61 + i), operator: 'NotIn', values: values.filter((_, j) => j % expressions === i) }));
   const selector = policy.spec.podSelector ?? {};
   return { ...policy, spec: { ...policy.spec, podSelector: { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...filler] } } };
 }
