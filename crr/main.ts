@@ -26,7 +26,7 @@ import { SidecarController } from './sidecar-controller.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
-import { POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
+import { mostPoliciesInANamespace, POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
 
 /** The controller's events that may wait to be sent: a wave's worth, about 20 MiB at most. */
 export const CONTROLLER_EVENTS_WAITING = 10_000;
@@ -153,6 +153,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   let writingStatuses = false;
   const policyStatuses = setInterval(() => {
     if (writingStatuses || !cache.isSynced()) return;
+    metrics.namespacePoliciesMax.set(mostPoliciesInANamespace(cache.policyStore.all()));
     writingStatuses = true;
     const deps = { client, log, policies: () => cache.policyStore.all(), matchedPods: () => sidecarController.matchedPods() };
     void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));

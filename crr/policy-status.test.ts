@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePolicy } from '../rules/policies.ts';
-import { statusUpdate } from './policy-status.ts';
+import { mostPoliciesInANamespace, statusUpdate } from './policy-status.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
 
 const NOW = '2026-01-01T00:00:00Z';
@@ -27,5 +27,13 @@ describe('R54: policy status', () => {
     assert.equal(status.matchedPods, 0);
     assert.equal(status.conditions![0]!.status, 'False');
     assert.match(status.conditions![0]!.message, /not in effect: spec.containers\[0\]: name or image is needed/);
+  });
+
+  it('mostPoliciesInANamespace: the largest count of namespaced policies, invalid ones too; cluster policies are no namespace\'s', () => {
+    const inNamespace = (namespace: string, valid = true): WatchedPolicy => ({
+      scope: 'namespaced', namespace, name: 'p', parsed: parsePolicy({ metadata: { name: 'p', namespace }, spec: { containers: [valid ? { name: 'x' } : {}] } }, 'namespaced'), status: {},
+    });
+    assert.equal(mostPoliciesInANamespace([]), 0);
+    assert.equal(mostPoliciesInANamespace([watched({ containers: [{ name: 'x' }] }), inNamespace('a'), inNamespace('b'), inNamespace('b', false)]), 2);
   });
 });

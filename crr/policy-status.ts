@@ -54,3 +54,10 @@ export async function writePolicyStatuses(deps: PolicyStatusDeps, nowIso: string
     }
   }
 }
+
+/** The most namespaced policies one namespace holds: what the policy-count alert reads. */
+export function mostPoliciesInANamespace(policies: readonly WatchedPolicy[]): number {
+  const counts = new Map<string, number>();
+  for (const p of policies) if (p.scope === 'namespaced') counts.set(p.namespace!, (counts.get(p.namespace!) ?? 0) + 1);
+  return Math.max(0, ...counts.values());
+}

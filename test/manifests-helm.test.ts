@@ -315,6 +315,14 @@ describe('the Helm chart, rendered by helm template', { skip: NO_HELM }, () => {
     assert.deepEqual(budget('--set', 'controller.podDisruptionBudget.maxUnavailable=1'), { maxUnavailable: 1, selector });
   });
 
+  it('caps the SidecarPolicies of the namespaces it is given with a ResourceQuota each, and of none by default', () => {
+    const quotas = (...args: string[]) => render(...args).filter((o) => o.kind === 'ResourceQuota' && o.metadata.name === 'sidecar-policies')
+      .map((o) => `${o.metadata.namespace} ${JSON.stringify((o as unknown as { spec: unknown }).spec)}`);
+    assert.deepEqual(quotas(), []);
+    assert.deepEqual(quotas('--set-json', 'sidecarPolicyQuota.namespaces=["team-a","team-b"]', '--set', 'sidecarPolicyQuota.count=3'), ['team-a', 'team-b']
+      .map((ns) => `${ns} {"hard":{"count/sidecarpolicies.sidecar-terminator.dev":"3"}}`));
+  });
+
   it('scrapes with a ServiceMonitor or a PodMonitor, with the scrape options, never both', () => {
     const options = (monitor: string) => ['--set', `metrics.${monitor}.enabled=true`, '--set', `metrics.${monitor}.interval=15s`, '--set', `metrics.${monitor}.scrapeTimeout=10s`,
       '--set-json', `metrics.${monitor}.relabelings=[{"action":"labeldrop","regex":"pod"}]`,
@@ -376,7 +384,8 @@ describe('the Helm chart, rendered by helm template', { skip: NO_HELM }, () => {
 
   it('passes helm lint --strict with every optional object on', () => {
     execFileSync(HELM, ['lint', '--strict', CHART, '--set', 'image.repository=r', '--set', 'admissionPolicies.enabled=false', ...everything,
-      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true', '--set-json', 'commonLabels={"team":"platform"}'],
+      '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true', '--set-json', 'commonLabels={"team":"platform"}',
+      '--set-json', 'sidecarPolicyQuota.namespaces=["team-a"]'],
     { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
   });
 });

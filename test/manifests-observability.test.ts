@@ -166,7 +166,7 @@ describe('manifests/optional', () => {
     const alerts = rules.map((r) => r.alert);
     assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorAgentNotConfined',
       'SidecarTerminatorRequestsFailing', 'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader', 'SidecarTerminatorAPIThrottled',
-      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors', 'SidecarTerminatorPodsHeldByUnmarkedSidecars']);
+      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors', 'SidecarTerminatorPodsHeldByUnmarkedSidecars', 'SidecarTerminatorNamespacePolicies']);
     const problems: string[] = [];
     for (const r of rules) {
       const names = metricNames(r.expr);
@@ -328,7 +328,7 @@ describe('the Helm chart\'s PrometheusRule', () => {
   it('replaces each threshold where the kustomize rule states its default (once), and the runbook address', () => {
     const file = readFileSync(new URL(`${CHART}/files/prometheusrule.yaml`, import.meta.url), 'utf8');
     assert.deepEqual(replacements.map((r) => r.key).sort(),
-      ['requestsFailingMinRequests', 'requestsFailingRatio', 'runbookBaseURL', 'slowStopSeconds', 'slowStopsMinStops']);
+      ['namespacePolicies', 'requestsFailingMinRequests', 'requestsFailingRatio', 'runbookBaseURL', 'slowStopSeconds', 'slowStopsMinStops']);
     for (const { from, format, key } of replacements) {
       // A threshold once; the runbook address once per alert.
       const times = key === 'runbookBaseURL' ? rules.length : 1;

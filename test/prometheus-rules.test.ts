@@ -154,6 +154,13 @@ const TESTS = [
     at('20m', 'SidecarTerminatorPodsHeldByUnmarkedSidecars'),
     at('35m', 'SidecarTerminatorPodsHeldByUnmarkedSidecars', warning({ sidecar: 'istio' })),
   ]),
+  // One namespace with 60 SidecarPolicies from minute 10 on; 50 (the threshold) is no trouble.
+  test([
+    [`sidecar_terminator_controller_namespace_policies_max{${CONTROLLER}}`, '50x10 60x30'],
+  ], [
+    at('20m', 'SidecarTerminatorNamespacePolicies'),
+    at('30m', 'SidecarTerminatorNamespacePolicies', warning()),
+  ]),
 ];
 
 function promtool(...args: string[]): string {
@@ -170,7 +177,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
 
   it('promtool check rules: every expression and annotation template is valid', () => {
     writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
-    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 10 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 11 rules found/);
   });
 
   it('the chart renders the same rules with its defaults, and valid rules with its thresholds set', { skip: NO_HELM }, () => {
@@ -186,7 +193,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
     const exprs = JSON.stringify(set);
     for (const part of ['> 0.2\\n', '[15m])) >= 50', '> 45.5\\n', '[10m])) >= 7']) assert.ok(exprs.includes(part), part);
     writeFileSync(join(dir, 'chart.yaml'), toYaml(set));
-    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 10 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 11 rules found/);
     // One Prometheus for several clusters: every aggregation and match keeps them apart.
     const byCluster = chart('metrics.prometheusRule.clusterLabel=cluster') as { groups: { rules: { alert: string; expr: string }[] }[] };
     for (const r of byCluster.groups[0]!.rules) {
@@ -194,7 +201,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
       for (const [clause] of r.expr.matchAll(/\b(?:by|on) \([^)]*\)/g)) assert.match(clause, /\(cluster[,)]/, `${r.alert}: ${clause}`);
     }
     writeFileSync(join(dir, 'clusters.yaml'), toYaml(byCluster));
-    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 10 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 11 rules found/);
   });
 
   it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {
