@@ -13,13 +13,24 @@ export const clusterPolicyPath = (name?: string, subresource?: string) =>
 export const namespacedPolicyPath = (namespace?: string, name?: string, subresource?: string) =>
   resourcePath(API_VERSION, NAMESPACED_POLICY_PLURAL, namespace, name, subresource);
 
-/** The condition a policy's status carries: whether the controller could read it. */
+/** The conditions a policy's status carries: whether the controller could read it, and the same as Ready (for kstatus, Flux, `kubectl wait`). */
 export const POLICY_CONDITION_VALID = 'Valid';
+export const POLICY_CONDITION_READY = 'Ready';
+
+export interface PolicyCondition {
+  type: string;
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  /** The policy's generation the condition describes. */
+  observedGeneration?: number;
+}
 
 /** What the controller writes to a policy's status. */
 export interface SidecarPolicyStatus {
   observedGeneration?: number;
   /** Pods in which the policy marks a container, among the Pods the controller watches now. */
   matchedPods?: number;
-  conditions?: { type: string; status: 'True' | 'False'; reason: string; message: string; lastTransitionTime: string }[];
+  conditions?: PolicyCondition[];
 }

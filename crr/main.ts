@@ -26,7 +26,7 @@ import { SidecarController } from './sidecar-controller.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
-import { mostPoliciesInANamespace, POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
+import { invalidPolicies, mostPoliciesInANamespace, POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
 
 /** The controller's events that may wait to be sent: a wave's worth, about 20 MiB at most. */
 export const CONTROLLER_EVENTS_WAITING = 10_000;
@@ -154,6 +154,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
   const policyStatuses = setInterval(() => {
     if (writingStatuses || !cache.isSynced()) return;
     metrics.namespacePoliciesMax.set(mostPoliciesInANamespace(cache.policyStore.all()));
+    for (const [kind, count] of Object.entries(invalidPolicies(cache.policyStore.all()))) metrics.invalidPolicies.set({ kind }, count);
     writingStatuses = true;
     const deps = { client, log, policies: () => cache.policyStore.all(), matchedPods: () => sidecarController.matchedPods() };
     void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));

@@ -37,6 +37,12 @@ export function createControllerMetrics() {
       help: 'The most SidecarPolicies one namespace holds (valid or not): a namespace\'s editors can create any number unless a ResourceQuota caps them. Which one: kubectl get sidecarpolicies -A.',
       registers: [registry],
     }),
+    invalidPolicies: new Gauge({
+      name: 'sidecar_terminator_controller_invalid_policies',
+      help: 'Sidecar policies not in effect because the controller cannot read them (their Valid condition says why), by kind.',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     requestsCreated: new Counter({ name: 'sidecar_terminator_controller_requests_created_total', help: 'Requests created to stop sidecars.', registers: [registry] }),
     retries: new Counter({ name: 'sidecar_terminator_controller_retries_total', help: 'Further requests created because a sidecar was still running after the previous one.', registers: [registry] }),
     swapsRefused: new Counter({

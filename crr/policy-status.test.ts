@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePolicy } from '../rules/policies.ts';
-import { mostPoliciesInANamespace, statusUpdate } from './policy-status.ts';
+import { invalidPolicies, mostPoliciesInANamespace, statusUpdate } from './policy-status.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
 
 const NOW = '2026-01-01T00:00:00Z';
@@ -14,19 +14,28 @@ describe('R54: policy status', () => {
     const status = statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }), 3, NOW)!;
     assert.deepEqual(status, {
       observedGeneration: 2, matchedPods: 3,
-      conditions: [{ type: 'Valid', status: 'True', reason: 'Valid', message: 'The policy is in effect.', lastTransitionTime: NOW }],
+      conditions: [
+        { type: 'Valid', status: 'True', reason: 'Valid', message: 'The policy is in effect.', observedGeneration: 2, lastTransitionTime: NOW },
+        { type: 'Ready', status: 'True', reason: 'InEffect', message: 'The policy is in effect.', observedGeneration: 2, lastTransitionTime: NOW },
+      ],
     });
     assert.equal(statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }, status), 3, '2026-01-02T00:00:00Z'), undefined);
     const more = statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }, status), 4, '2026-01-02T00:00:00Z')!;
     assert.equal(more.matchedPods, 4);
     assert.equal(more.conditions![0]!.lastTransitionTime, NOW, 'the condition did not change: its transition time stays');
+    const next = statusUpdate({ ...watched({ containers: [{ name: 'istio-proxy' }] }, status), generation: 3 }, 3, '2026-01-02T00:00:00Z')!;
+    assert.deepEqual(next.conditions!.map((c) => `${c.type} ${c.observedGeneration} ${c.lastTransitionTime}`), [`Valid 3 ${NOW}`, `Ready 3 ${NOW}`],
+      'a new generation read: each condition says so, and keeps its transition time');
+    const fromValidOnly = statusUpdate(watched({ containers: [{ name: 'istio-proxy' }] }, { ...status, conditions: status.conditions!.slice(0, 1) }), 3, '2026-01-02T00:00:00Z')!;
+    assert.deepEqual(fromValidOnly.conditions!.map((c) => `${c.type} ${c.lastTransitionTime}`), [`Valid ${NOW}`, 'Ready 2026-01-02T00:00:00Z'],
+      'a status from before Ready existed gets it');
   });
 
   it('an invalid policy: Valid False with the reason, no Pods matched', () => {
     const status = statusUpdate(watched({ containers: [{}] }), 5, NOW)!;
     assert.equal(status.matchedPods, 0);
-    assert.equal(status.conditions![0]!.status, 'False');
-    assert.match(status.conditions![0]!.message, /not in effect: spec.containers\[0\]: name or image is needed/);
+    assert.deepEqual(status.conditions!.map((c) => `${c.type} ${c.status} ${c.reason}`), ['Valid False Invalid', 'Ready False Invalid']);
+    assert.match(status.conditions![1]!.message, /not in effect: spec.containers\[0\]: name or image is needed/);
   });
 
   it('mostPoliciesInANamespace: the largest count of namespaced policies, invalid ones too; cluster policies are no namespace\'s', () => {
@@ -35,5 +44,13 @@ describe('R54: policy status', () => {
     });
     assert.equal(mostPoliciesInANamespace([]), 0);
     assert.equal(mostPoliciesInANamespace([watched({ containers: [{ name: 'x' }] }), inNamespace('a'), inNamespace('b'), inNamespace('b', false)]), 2);
+  });
+
+  it('invalidPolicies: the policies not in effect, by kind', () => {
+    const namespaced = (valid: boolean): WatchedPolicy => ({
+      scope: 'namespaced', namespace: 'a', name: 'p', parsed: parsePolicy({ metadata: { name: 'p', namespace: 'a' }, spec: { containers: [valid ? { name: 'x' } : {}] } }, 'namespaced'), status: {},
+    });
+    assert.deepEqual(invalidPolicies([watched({ containers: [{}] }), watched({ containers: [{ name: 'x' }] }), namespaced(false), namespaced(false), namespaced(true)]),
+      { ClusterSidecarPolicy: 1, SidecarPolicy: 2 });
   });
 });

@@ -1,30 +1,35 @@
-// Each sidecar policy's status (R54): whether the controller could read it, and how many of the
-// Pods it watches the policy marks a container of. Written by the leader, only when it changed.
+// Each sidecar policy's status (R54): whether the controller could read it (Valid, and the same as
+// Ready with the generation read, for kstatus, Flux and `kubectl wait`), and how many of the Pods
+// it watches the policy marks a container of. Written by the leader, only when it changed.
 import type { KubeApi } from '../common/kube/api.ts';
 import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
-import { clusterPolicyPath, namespacedPolicyPath, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
+import { clusterPolicyPath, namespacedPolicyPath, POLICY_CONDITION_READY, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
 import { policyId } from '../rules/policies.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
 
 /** The status the policy should have now; undefined when it already has it. */
 export function statusUpdate(policy: WatchedPolicy, matchedPods: number, nowIso: string): SidecarPolicyStatus | undefined {
   const valid = policy.parsed.valid;
-  const condition = {
-    type: POLICY_CONDITION_VALID,
-    status: valid ? 'True' as const : 'False' as const,
-    reason: valid ? 'Valid' : 'Invalid',
-    message: valid ? 'The policy is in effect.' : `The policy is not in effect: ${policy.parsed.reason}`,
-  };
-  const before = policy.status.conditions?.[0];
-  const sameCondition = before?.status === condition.status && before.reason === condition.reason && before.message === condition.message;
+  const message = valid ? 'The policy is in effect.' : `The policy is not in effect: ${policy.parsed.reason}`;
+  const generation = policy.generation !== undefined ? { observedGeneration: policy.generation } : {};
+  const wanted = [
+    { type: POLICY_CONDITION_VALID, status: valid ? 'True' as const : 'False' as const, reason: valid ? 'Valid' : 'Invalid', message, ...generation },
+    // Ready says the same, for the tools that wait on it, for the generation it was read at.
+    { type: POLICY_CONDITION_READY, status: valid ? 'True' as const : 'False' as const, reason: valid ? 'InEffect' : 'Invalid', message, ...generation },
+  ];
+  const before = (type: string) => policy.status.conditions?.find((c) => c.type === type);
+  const same = wanted.every((c) => {
+    const b = before(c.type);
+    return b?.status === c.status && b.reason === c.reason && b.message === c.message && b.observedGeneration === c.observedGeneration;
+  });
   const matched = valid ? matchedPods : 0;
-  if (sameCondition && policy.status.observedGeneration === policy.generation && policy.status.matchedPods === matched) return undefined;
+  if (same && policy.status.observedGeneration === policy.generation && policy.status.matchedPods === matched) return undefined;
   return {
-    ...(policy.generation !== undefined ? { observedGeneration: policy.generation } : {}),
+    ...generation,
     matchedPods: matched,
-    conditions: [{ ...condition, lastTransitionTime: before?.status === condition.status ? before.lastTransitionTime : nowIso }],
+    conditions: wanted.map((c) => ({ ...c, lastTransitionTime: before(c.type)?.status === c.status ? before(c.type)!.lastTransitionTime : nowIso })),
   };
 }
 
@@ -60,4 +65,11 @@ export function mostPoliciesInANamespace(policies: readonly WatchedPolicy[]): nu
   const counts = new Map<string, number>();
   for (const p of policies) if (p.scope === 'namespaced') counts.set(p.namespace!, (counts.get(p.namespace!) ?? 0) + 1);
   return Math.max(0, ...counts.values());
+}
+
+/** The policies not in effect, by kind: what the invalid-policy alert reads. */
+export function invalidPolicies(policies: readonly WatchedPolicy[]): Record<'ClusterSidecarPolicy' | 'SidecarPolicy', number> {
+  const counts = { ClusterSidecarPolicy: 0, SidecarPolicy: 0 };
+  for (const p of policies) if (!p.parsed.valid) counts[p.scope === 'cluster' ? 'ClusterSidecarPolicy' : 'SidecarPolicy']++;
+  return counts;
 }

@@ -130,6 +130,11 @@ describe('sidecar policies (R54) on the local cluster', () => {
       const status = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.status.conditions[?(@.type=="Valid")].status} {.status.matchedPods}');
       return status === 'True 1' ? status : undefined;
     }, { description: 'policy e2e-mesh Valid, matching the Job\'s Pod', timeoutMs: 30_000 });
+    // Ready, for the tools that wait on it, at the policy's own generation.
+    kubectl('wait', '--for=condition=Ready', 'clustersidecarpolicy/e2e-mesh', '--timeout=30s');
+    const ready = kubectl('get', 'clustersidecarpolicy', 'e2e-mesh', '-o', 'jsonpath={.metadata.generation} {.status.conditions[?(@.type=="Ready")].observedGeneration}');
+    assert.equal(ready.split(' ')[0], ready.split(' ')[1], `generation and the Ready condition's: ${ready}`);
+    assert.match(kubectl('get', 'clustersidecarpolicy', 'e2e-mesh'), /MESSAGE[\s\S]*The policy is in effect\./);
   });
 
   it('R54: a cluster policy releases a Job whose sidecar a real mutating webhook injected', async () => {

@@ -2,7 +2,7 @@
 // a marker in every Pod, for the sidecars a webhook injects. Parsed and bounded here, matched here;
 // the Pod's own markers always win over any policy.
 import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
-import { CLUSTER_POLICY_KIND, clusterPolicyPath, NAMESPACED_POLICY_KIND, namespacedPolicyPath, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
+import { CLUSTER_POLICY_KIND, clusterPolicyPath, NAMESPACED_POLICY_KIND, namespacedPolicyPath, POLICY_CONDITION_READY, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
 import type { PolicyScope } from '../common/policy-store.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
@@ -104,11 +104,11 @@ export function watchedPolicy(object: unknown, scope: PolicyScope): WatchedPolic
 
 /** The status as we write it, for telling whether it needs writing again; anything else in it is not kept. */
 function keptStatus(status: SidecarPolicyStatus | undefined): SidecarPolicyStatus {
-  const valid = status?.conditions?.find((c) => c.type === POLICY_CONDITION_VALID);
+  const ours = [POLICY_CONDITION_VALID, POLICY_CONDITION_READY].flatMap((type) => status?.conditions?.find((c) => c.type === type) ?? []);
   return {
     ...(typeof status?.observedGeneration === 'number' ? { observedGeneration: status.observedGeneration } : {}),
     ...(typeof status?.matchedPods === 'number' ? { matchedPods: status.matchedPods } : {}),
-    ...(valid ? { conditions: [{ ...valid, message: String(valid.message).slice(0, 1024) }] } : {}),
+    ...(ours.length > 0 ? { conditions: ours.map((c) => ({ ...c, message: String(c.message).slice(0, 1024) })) } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
-// The CRD explains itself (`kubectl explain containerrecreaterequests.spec...` has a description at
-// every field), does not take another project's short name, and states the bounds
+// The CRDs explain themselves (`kubectl explain containerrecreaterequests.spec...` has a description at
+// every field, as the sidecar policies' do), the request CRD does not take another project's short name and states the bounds
 // api/container-recreate-request.ts declares: the code's timers and the API server's validation have one source.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -127,3 +127,27 @@ describe('manifests/base/crd.yaml', () => {
     }
   });
 });
+
+describe('the sidecar policy CRDs', () => {
+  for (const file of ['crd-sidecarpolicies.yaml', 'crd-clustersidecarpolicies.yaml']) {
+    const policyCrd = parseYaml(readFileSync(new URL(`../manifests/base/${file}`, import.meta.url), 'utf8')) as Crd & {
+      spec: { versions: { additionalPrinterColumns?: { name: string; jsonPath: string; priority?: number }[] }[] };
+    };
+    const policyRoot = policyCrd.spec.versions[0]!.schema.openAPIV3Schema;
+
+    it(`${file}: a description on the schema and on every property at every level (kubectl explain)`, () => {
+      assert.ok(policyRoot.description?.trim(), 'the schema itself has no description');
+      const all = properties(policyRoot, '').filter(([path]) => !['apiVersion', 'kind', 'metadata'].includes(path));
+      assert.ok(all.some(([path]) => path === 'status.conditions[].observedGeneration'), 'walk missed a leaf');
+      const missing = all.filter(([, schema]) => typeof schema.description !== 'string' || !schema.description.trim()).map(([path]) => path);
+      assert.deepEqual(missing, [], `properties without a description: ${missing.join(', ')}`);
+    });
+
+    it(`${file}: kubectl get shows whether it is Ready, and why not`, () => {
+      const columns = policyCrd.spec.versions[0]!.additionalPrinterColumns ?? [];
+      assert.deepEqual(columns.map((c) => c.name), ['Mode', 'Valid', 'Ready', 'Matched', 'Age', 'Message']);
+      assert.equal(columns.find((c) => c.name === 'Message')!.jsonPath, '.status.conditions[?(@.type=="Ready")].message');
+    });
+  }
+});
+

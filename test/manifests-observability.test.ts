@@ -166,7 +166,8 @@ describe('manifests/optional', () => {
     const alerts = rules.map((r) => r.alert);
     assert.deepEqual(alerts, ['SidecarTerminatorAgentDown', 'SidecarTerminatorDaemonSetNotAvailable', 'SidecarTerminatorAgentNotConfined',
       'SidecarTerminatorRequestsFailing', 'SidecarTerminatorSlowTerminations', 'SidecarTerminatorNoLeader', 'SidecarTerminatorAPIThrottled',
-      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors', 'SidecarTerminatorPodsHeldByUnmarkedSidecars', 'SidecarTerminatorNamespacePolicies']);
+      'SidecarTerminatorAPIErrors', 'SidecarTerminatorRuntimeErrors', 'SidecarTerminatorPodsHeldByUnmarkedSidecars', 'SidecarTerminatorNamespacePolicies',
+      'SidecarTerminatorInvalidPolicies']);
     const problems: string[] = [];
     for (const r of rules) {
       const names = metricNames(r.expr);

@@ -161,6 +161,14 @@ const TESTS = [
     at('20m', 'SidecarTerminatorNamespacePolicies'),
     at('30m', 'SidecarTerminatorNamespacePolicies', warning()),
   ]),
+  // An invalid SidecarPolicy for 30 minutes; an invalid cluster policy fixed after 10.
+  test([
+    [`sidecar_terminator_controller_invalid_policies{${CONTROLLER}, kind="SidecarPolicy"}`, '1x30'],
+    [`sidecar_terminator_controller_invalid_policies{${CONTROLLER}, kind="ClusterSidecarPolicy"}`, '1x10 0x20'],
+  ], [
+    at('10m', 'SidecarTerminatorInvalidPolicies'),
+    at('20m', 'SidecarTerminatorInvalidPolicies', warning({ kind: 'SidecarPolicy' })),
+  ]),
 ];
 
 function promtool(...args: string[]): string {
@@ -177,7 +185,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
 
   it('promtool check rules: every expression and annotation template is valid', () => {
     writeFileSync(join(dir, 'rules.yaml'), toYaml({ groups: rule.spec.groups }));
-    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 11 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'rules.yaml')), /SUCCESS: 12 rules found/);
   });
 
   it('the chart renders the same rules with its defaults, and valid rules with its thresholds set', { skip: NO_HELM }, () => {
@@ -193,7 +201,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
     const exprs = JSON.stringify(set);
     for (const part of ['> 0.2\\n', '[15m])) >= 50', '> 45.5\\n', '[10m])) >= 7']) assert.ok(exprs.includes(part), part);
     writeFileSync(join(dir, 'chart.yaml'), toYaml(set));
-    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 11 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'chart.yaml')), /SUCCESS: 12 rules found/);
     // One Prometheus for several clusters: every aggregation and match keeps them apart.
     const byCluster = chart('metrics.prometheusRule.clusterLabel=cluster') as { groups: { rules: { alert: string; expr: string }[] }[] };
     for (const r of byCluster.groups[0]!.rules) {
@@ -201,7 +209,7 @@ describe('the alerts in Prometheus\' rule engine (promtool)', { skip: NO_PROMTOO
       for (const [clause] of r.expr.matchAll(/\b(?:by|on) \([^)]*\)/g)) assert.match(clause, /\(cluster[,)]/, `${r.alert}: ${clause}`);
     }
     writeFileSync(join(dir, 'clusters.yaml'), toYaml(byCluster));
-    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 11 rules found/);
+    assert.match(promtool('check', 'rules', join(dir, 'clusters.yaml')), /SUCCESS: 12 rules found/);
   });
 
   it('promtool test rules: each alert fires on trouble, and not from too little of it', () => {
