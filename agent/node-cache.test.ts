@@ -76,7 +76,7 @@ describe('NodeCache: sidecar policies (R54)', () => {
       assert.equal(cache.sidecarPod('ns', 'job-pod'), undefined, 'nothing marks it yet');
       const lists = () => api.lines({ method: 'get' }).filter((l) => l.startsWith(`GET ${podPath()} `)).length;
       const listed = lists();
-      api.set(clusterPolicyPath('mesh'), { kind: 'ClusterSidecarPolicy', metadata: { name: 'mesh' }, spec: { containers: [{ name: 'mesh-*' }] } });
+      api.set(clusterPolicyPath('mesh'), { kind: 'ClusterSidecarPolicy', metadata: { name: 'mesh' }, spec: { mode: 'Enforce', containers: [{ name: 'mesh-*' }] } });
       await until(() => told.length === 2);
       assert.deepEqual(told[1], 'ns/job-pod -,ClusterSidecarPolicy/mesh');
       assert.equal(cache.sidecarPodOfContainer('containerd://mesh-proxy-id')?.containers[1]?.policy?.policy, 'ClusterSidecarPolicy/mesh');
@@ -88,7 +88,7 @@ describe('NodeCache: sidecar policies (R54)', () => {
 
   it('keeps a namespace\'s SidecarPolicies in full only while the namespace has Pods on the node: read with one list of that namespace when its first Pod comes', async () => {
     const api = new FakeKubeApi();
-    api.set(namespacedPolicyPath('other', 'shippers'), { kind: 'SidecarPolicy', metadata: { name: 'shippers', namespace: 'other' }, spec: { containers: [{ name: 'shipper' }] } });
+    api.set(namespacedPolicyPath('other', 'shippers'), { kind: 'SidecarPolicy', metadata: { name: 'shippers', namespace: 'other' }, spec: { mode: 'Enforce', containers: [{ name: 'shipper' }] } });
     const cache = new NodeCache({ client: api, nodeName: NODE, metrics, log: createLogger('test', 'error') });
     cache.start();
     const podIn = (namespace: string, name: string) => {

@@ -273,7 +273,7 @@ export async function runLatency(
 function policyMarkedPolicy(namespace: string): object {
   return {
     apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name: POLICY_MARKED_POLICY },
-    spec: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: POLICY_MARKED_SIDECAR }] },
+    spec: { mode: 'Enforce', namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: POLICY_MARKED_SIDECAR }] },
   };
 }
 

@@ -306,7 +306,7 @@ describe('SidecarController: Pods held by a well-known sidecar nobody marked (R5
 
 describe('SidecarController: sidecar policies (R54)', () => {
   const policy = (name: string, spec: object, scope: 'cluster' | 'namespaced' = 'cluster', namespace = 'ns'): SidecarPolicy => {
-    const parsed = parsePolicy({ metadata: { name, namespace }, spec }, scope);
+    const parsed = parsePolicy({ metadata: { name, namespace }, spec: { mode: 'Enforce', ...spec } }, scope);
     assert.ok(parsed.valid);
     return parsed.policy;
   };
@@ -335,14 +335,21 @@ describe('SidecarController: sidecar policies (R54)', () => {
     assert.deepEqual(counted, ['SidecarPolicy/ns=1'], 'namespaced policies are counted by namespace');
   });
 
-  it('Audit beside Enforce: the enforced one acts, the audited one is not reported for the same container', async () => {
-    const h = harness({
+  it('Audit before Enforce: the first matching policy decides, so the container is only reported; Enforce first: it is stopped, and not reported', async () => {
+    const audited = harness({
       pod: held,
       policies: [policy('a-audit', { mode: 'Audit', containers: [{ name: 'mesh-proxy' }] }), policy('b-enforce', { containers: [{ name: 'mesh-proxy' }] })],
     });
-    await h.controller.reconcile(KEY);
-    assert.equal(h.creates().length, 1);
-    assert.ok(!(await h.reasons()).includes(`Normal ${EVENT_REASONS.policyAudit}`));
+    await audited.controller.reconcile(KEY);
+    assert.equal(audited.creates().length, 0);
+    assert.ok((await audited.reasons()).includes(`Normal ${EVENT_REASONS.policyAudit}`));
+    const enforced = harness({
+      pod: held,
+      policies: [policy('a-enforce', { containers: [{ name: 'mesh-proxy' }] }), policy('b-audit', { mode: 'Audit', containers: [{ name: 'mesh-proxy' }] })],
+    });
+    await enforced.controller.reconcile(KEY);
+    assert.equal(enforced.creates().length, 1);
+    assert.ok(!(await enforced.reasons()).includes(`Normal ${EVENT_REASONS.policyAudit}`));
   });
 });
 

@@ -44,11 +44,12 @@ function refused(object: object, ...asUser: string[]): string {
   assert.fail(`the API server took ${JSON.stringify(object).slice(0, 200)}`);
 }
 
+// In Enforce unless the test says otherwise (a policy that names no mode is in Audit).
 const clusterPolicy = (name: string, spec: object) => ({
-  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name }, spec,
+  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'ClusterSidecarPolicy', metadata: { name }, spec: { mode: 'Enforce', ...spec },
 });
 const namespacedPolicy = (ns: string, name: string, spec: object) => ({
-  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name, namespace: ns }, spec,
+  apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name, namespace: ns }, spec: { mode: 'Enforce', ...spec },
 });
 /** Only in this test's namespace: cluster policies must not reach the other e2e files' Pods. */
 const inNamespace = () => ({ matchLabels: { 'kubernetes.io/metadata.name': namespace } });

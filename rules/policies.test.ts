@@ -10,7 +10,7 @@ import { exited, expectKind, main, makePod, NOW, sidecar } from '../test/support
 import { decide } from './decide.ts';
 
 const policy = (name: string, spec: Record<string, unknown>, scope: PolicyScope = 'cluster', namespace = 'ns'): SidecarPolicy => {
-  const parsed = parsePolicy({ metadata: { name, namespace }, spec }, scope);
+  const parsed = parsePolicy({ metadata: { name, namespace }, spec: { mode: 'Enforce', ...spec } }, scope);
   assert.ok(parsed.valid, parsed.valid ? '' : parsed.reason);
   return parsed.policy;
 };
@@ -167,6 +167,33 @@ describe('R54: which policy marks which container', () => {
     assert.deepEqual(marked(meshPod(), policies)[1], 'istio-proxy:SidecarPolicy/ns/z-local:-');
     const elsewhere = [policy('local', { containers: [{ name: 'istio-proxy' }] }, 'namespaced', 'other')];
     assert.deepEqual(marked(meshPod(), elsewhere)[1], 'istio-proxy:-:-', 'a SidecarPolicy reaches no Pod outside its namespace');
+  });
+
+  it('one rule for modes and precedence: the first matching policy decides the container, in its own mode', () => {
+    // [policies (scope/name/mode), the container's Enforce marker, its Audit marker]
+    const rows: Array<[string[], string, string]> = [
+      [['cluster/a/Enforce'], 'ClusterSidecarPolicy/a', '-'],
+      [['cluster/a/Audit'], '-', 'ClusterSidecarPolicy/a'],
+      [['cluster/a/Audit', 'cluster/b/Enforce'], '-', 'ClusterSidecarPolicy/a'],
+      [['cluster/b/Audit', 'cluster/a/Enforce'], 'ClusterSidecarPolicy/a', '-'],
+      [['namespaced/z/Audit', 'cluster/a/Enforce'], '-', 'SidecarPolicy/ns/z'],
+      [['namespaced/z/Enforce', 'cluster/a/Audit'], 'SidecarPolicy/ns/z', '-'],
+      [['namespaced/b/Enforce', 'namespaced/a/Audit'], '-', 'SidecarPolicy/ns/a'],
+      [['namespaced/z/Enforce/other', 'cluster/a/Audit'], '-', 'ClusterSidecarPolicy/a'],
+    ];
+    for (const [specs, enforce, audit] of rows) {
+      const policies = specs.map((spec) => {
+        const [scope, name, mode, namespace] = spec.split('/') as [PolicyScope, string, string, string | undefined];
+        return policy(name, { mode, containers: [{ name: 'istio-proxy' }] }, scope, namespace);
+      });
+      assert.deepEqual(marked(meshPod(), policies)[1], `istio-proxy:${enforce}:${audit}`, specs.join(', '));
+    }
+  });
+
+  it('a policy that names no mode is in Audit: it reports what it would do before it acts', () => {
+    const parsed = parsePolicy({ metadata: { name: 'new' }, spec: { containers: [{ name: 'istio-proxy' }] } }, 'cluster');
+    assert.ok(parsed.valid);
+    assert.equal(parsed.policy.mode, 'Audit');
   });
 
   it('the Pod\'s own markers win: a container it marks is never decided by a policy', () => {

@@ -204,7 +204,8 @@ export function parsePolicy(object: unknown, scope: PolicyScope): ParsedPolicy {
     if (scope === 'namespaced' && spec.namespaceSelector !== undefined) {
       throw new Invalid('spec.namespaceSelector: a SidecarPolicy applies to its own namespace only');
     }
-    const mode = spec.mode === undefined ? 'Enforce' : spec.mode;
+    // Audit unless it says Enforce: a new policy reports what it would do before it acts.
+    const mode = spec.mode === undefined ? 'Audit' : spec.mode;
     if (mode !== 'Enforce' && mode !== 'Audit') throw new Invalid('spec.mode: must be Enforce or Audit');
     const entries = list(spec.containers, 'spec.containers', MAX_POLICY_CONTAINERS);
     if (entries.length === 0) throw new Invalid('spec.containers: at least one entry is needed');
@@ -470,7 +471,8 @@ function ownMarked(pod: PodProjection, container: ContainerProjection): boolean 
 
 /**
  * The Pod with each container's policy marker set: from the first policy (precedenceOrder) that
- * applies to the Pod and has an entry for the container, separately for Enforce and Audit policies.
+ * applies to the Pod and has an entry for the container, in that policy's mode (Enforce: `policy`,
+ * Audit: `auditPolicy`; never both).
  * `namespaceLabels` is undefined when the namespace is not known yet: cluster policies with a
  * namespace selector then apply nowhere (never guessed).
  */
@@ -483,13 +485,13 @@ export function applyPolicies(
   if (applying.length === 0) return pod;
   const containers = pod.containers.map((container): ContainerProjection => {
     if (ownMarked(pod, container)) return container;
-    const enforce = firstMarker(applying, 'Enforce', container);
-    const audit = firstMarker(applying, 'Audit', container);
-    if (!enforce && !audit) {
+    const marker = firstMarker(applying, container);
+    if (!marker) {
       const untried = applying.find((p) => imagePatternUntried(p, container));
       return untried ? { ...container, imagePatternUntried: policyId(untried) } : container;
     }
-    return { ...container, ...(enforce ? { policy: enforce } : {}), ...(audit ? { auditPolicy: audit } : {}) };
+    // The first matching policy decides, in its own mode: an Audit one shadows an Enforce one after it.
+    return { ...container, ...(marker.mode === 'Enforce' ? { policy: marker } : { auditPolicy: marker }) };
   });
   return { ...pod, containers };
 }
@@ -504,14 +506,13 @@ function appliesTo(policy: SidecarPolicy, pod: PodProjection, namespaceLabels: R
   return !pod.labelsTruncated && selectorMatches(policy.podSelector, pod.labels);
 }
 
-function firstMarker(policies: readonly SidecarPolicy[], mode: PolicyMode, container: ContainerProjection): PolicyMarker | undefined {
+function firstMarker(policies: readonly SidecarPolicy[], container: ContainerProjection): PolicyMarker | undefined {
   for (const policy of policies) {
-    if (policy.mode !== mode) continue;
     const rule = firstEntry(policy, container);
     if (!rule) continue;
     return {
       policy: policyId(policy),
-      mode,
+      mode: policy.mode,
       ignoreExitCode: rule.ignoreExitCode,
       ...(rule.swapImage ? { swapImage: rule.swapImage } : {}),
       stopTier: rule.stopTier,

@@ -108,7 +108,7 @@ describe('many nodes: each agent acts for its own node only', { skip: nodes.leng
     await custom.createClusterCustomObject({
       group: GROUP, version: VERSION, plural: 'clustersidecarpolicies',
       body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterSidecarPolicy', metadata: { name: policy },
-        spec: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: 'mesh-proxy' }] } },
+        spec: { mode: 'Enforce', namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } }, containers: [{ name: 'mesh-proxy' }] } },
     });
     try {
       const before = await decided();
