@@ -11,60 +11,36 @@
 // budget is refused: by the API server (the admission policies, 1.30+), else by the parser, which
 // leaves it out of effect and says why in its status. The tenant's Pod gets one Warning naming the
 // image no pattern was tried on.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
-import { apiAs, type Caller } from './support/api-as.ts';
+import { apiAs } from './support/api-as.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
-import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, assertNoRestartSince, controllerLeader, deployProject, ourRestarts, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, assertNoRestartSince, controllerLeader, ourRestarts, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, SIDECAR_MARK, container, finishedAt } from './support/jobs.ts';
-import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { TENANT, asTenant, tenantNamespaces } from './support/tenant.ts';
 import { policyAtBudget } from './support/policies.ts';
 import { waitFor } from './support/wait.ts';
 import { jobCondition } from './support/workloads.ts';
 
-const { core, rbac } = clients();
-let tenantNs: string;
-let jobsNs: string;
-const TENANT: Caller = { user: 'e2e-tenant' };
+const { core } = clients();
 const POLICIES = 200;
 const ANNOTATIONS = 60;
 const MEMORY = 'process_resident_memory_bytes';
 
-async function asTenant(method: string, path: string, body?: unknown): Promise<void> {
-  const answer = await apiAs(TENANT, method, path, body);
-  assert.ok(answer.status < 300, `${method} ${path} as the tenant: ${answer.status} ${answer.body.message ?? ''}`);
-}
-
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
 
 describe('security: policies within a budget (R54)', () => {
-  before(async () => {
-    await deployProject();
-    tenantNs = await createTestNamespace(core, 'policy-budget');
-    jobsNs = await createTestNamespace(core, 'policy-budget-jobs');
-    await rbac.createNamespacedRoleBinding({
-      namespace: tenantNs,
-      body: {
-        metadata: { name: 'tenant-edit' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: TENANT.user }],
-      },
-    });
-  });
-  after(async () => {
-    if (tenantNs) await deleteTestNamespace(core, tenantNs);
-    if (jobsNs) await deleteTestNamespace(core, jobsNs);
-  });
+  const namespaces = tenantNamespaces('policy-budget');
 
   it('200 policies at the budget and an annotate loop on a Pod of 5,000-character images: a Job elsewhere ends within 30 s of its main, nothing restarts; one character over is refused', async (t) => {
     const restarts = await ourRestarts();
     const agent = await agentPod();
     const leader = await controllerLeader();
     const before = { agent: await podMetric(agent, AGENT_METRICS_PORT, MEMORY), controller: await podMetric(leader, CONTROLLER_METRICS_PORT, MEMORY) };
-    const policies = `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${tenantNs}/sidecarpolicies`;
+    const policies = `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${namespaces.tenant()}/sidecarpolicies`;
 
     const started = Date.now();
     for (let i = 0; i < POLICIES; i++) await asTenant('POST', policies, policyAtBudget(`p${String(i).padStart(3, '0')}`));
@@ -81,28 +57,28 @@ describe('security: policies within a budget (R54)', () => {
         ],
       },
     };
-    await asTenant('POST', `/api/v1/namespaces/${tenantNs}/pods`, long);
-    await jobs.runJob(jobsNs, 'elsewhere', {
+    await asTenant('POST', `/api/v1/namespaces/${namespaces.tenant()}/pods`, long);
+    await jobs.runJob(namespaces.jobs(), 'elsewhere', {
       restartPolicy: 'Never',
       containers: [container('main', 'sleep 10; echo main done'), container('proxy', 'trap "exit 0" TERM; while :; do sleep 1 & wait $!; done', { env: [SIDECAR_MARK] })],
     });
     const loopStarted = Date.now();
     for (let i = 0; i < ANNOTATIONS; i++) {
-      await asTenant('PATCH', `/api/v1/namespaces/${tenantNs}/pods/long-images`, { metadata: { annotations: { edit: String(i) } } });
+      await asTenant('PATCH', `/api/v1/namespaces/${namespaces.tenant()}/pods/long-images`, { metadata: { annotations: { edit: String(i) } } });
       await new Promise((r) => setTimeout(r, 250));
     }
     t.diagnostic(`${ANNOTATIONS} annotations in ${((Date.now() - loopStarted) / 1000).toFixed(0)} s`);
 
-    const { job, type } = await jobs.finishedJob(jobsNs, 'elsewhere', 120_000);
+    const { job, type } = await jobs.finishedJob(namespaces.jobs(), 'elsewhere', 120_000);
     assert.equal(type, 'Complete');
-    const pod = await jobs.onlyPod(jobsNs, 'elsewhere');
+    const pod = await jobs.onlyPod(namespaces.jobs(), 'elsewhere');
     const mainDone = finishedAt(pod, 'main')!.getTime();
     const complete = new Date(jobCondition(job, 'Complete')!.lastTransitionTime!).getTime();
     t.diagnostic(`elsewhere: Job Complete ${((complete - mainDone) / 1000).toFixed(1)} s after its main`);
     assert.ok(complete - mainDone <= 30_000, `Complete ${complete - mainDone} ms after its main`);
 
     const events = await waitFor(async () => {
-      const list = await jobs.podEvents(await core.readNamespacedPod({ namespace: tenantNs, name: 'long-images' }));
+      const list = await jobs.podEvents(await core.readNamespacedPod({ namespace: namespaces.tenant(), name: 'long-images' }));
       return list.some((e) => e.startsWith(`Warning ${EVENT_REASONS.policyImageTooLong}`)) ? list : undefined;
     }, { description: 'the Warning on the Pod of a too-long image', timeoutMs: 30_000 });
     const warnings = events.filter((e) => e.includes(EVENT_REASONS.policyImageTooLong));

@@ -10,22 +10,16 @@
 // - a marked Job in another namespace ends within 30 s of its main;
 // - neither the controller's leader nor the node's agent lists Pods, counted by their own
 //   `api_requests_total{verb="list",resource="pods"}`.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { apiAs, type Caller } from './support/api-as.ts';
-import { clients } from './support/cluster.ts';
-import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, assertNoRestartSince, controllerLeader, deployProject, ourRestarts, scrapePod } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, assertNoRestartSince, controllerLeader, ourRestarts, scrapePod } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { SIDECAR_MARK, container, finishedAt } from './support/jobs.ts';
-import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { asTenant, tenantNamespaces } from './support/tenant.ts';
 import { waitFor } from './support/wait.ts';
 import { jobCondition } from './support/workloads.ts';
 
-const { core, rbac } = clients();
-let tenantNs: string;
-let jobsNs: string;
-const TENANT: Caller = { user: 'e2e-tenant' };
 const EDITS = 100;
 const EDIT_INTERVAL_MS = 250;
 
@@ -35,47 +29,26 @@ async function podLists(pod: V1Pod, port: number, part: 'agent' | 'controller'):
   return (await scrapePod(pod, port)).split('\n').filter((l) => l.startsWith(prefix)).reduce((sum, l) => sum + Number(l.split(' ')[1]), 0);
 }
 
-async function asTenant(method: string, path: string, body?: unknown): Promise<void> {
-  const answer = await apiAs(TENANT, method, path, body);
-  assert.ok(answer.status < 300, `${method} ${path} as the tenant: ${answer.status} ${answer.body.message ?? ''}`);
-}
-
 const sidecarLoop = 'trap "exit 0" TERM; while :; do sleep 1 & wait $!; done';
 
 describe('security: a tenant\'s policy edits cost their own scope (R54)', () => {
-  before(async () => {
-    await deployProject();
-    tenantNs = await createTestNamespace(core, 'policy-edits');
-    jobsNs = await createTestNamespace(core, 'policy-edits-jobs');
-    await rbac.createNamespacedRoleBinding({
-      namespace: tenantNs,
-      body: {
-        metadata: { name: 'tenant-edit' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: TENANT.user }],
-      },
-    });
-  });
-  after(async () => {
-    if (tenantNs) await deleteTestNamespace(core, tenantNs);
-    if (jobsNs) await deleteTestNamespace(core, jobsNs);
-  });
+  const namespaces = tenantNamespaces('policy-edits');
 
   it('a policy created after its Pod and rewritten four times a second: no Pod LIST by either part, and Jobs here and elsewhere end within 30 s of their mains', async (t) => {
     const restarts = await ourRestarts();
     const agent = await agentPod();
     const leader = await controllerLeader();
     // Nothing marks the shipper yet: only the policy below will.
-    await jobs.runJob(tenantNs, 'own', { restartPolicy: 'Never', containers: [container('main', 'sleep 20; echo main done'), container('shipper-a', sidecarLoop)] });
-    await waitFor(async () => (await jobs.onlyPod(tenantNs, 'own').catch(() => undefined))?.status?.phase === 'Running', { description: 'the tenant\'s Job Pod running', timeoutMs: 60_000 });
+    await jobs.runJob(namespaces.tenant(), 'own', { restartPolicy: 'Never', containers: [container('main', 'sleep 20; echo main done'), container('shipper-a', sidecarLoop)] });
+    await waitFor(async () => (await jobs.onlyPod(namespaces.tenant(), 'own').catch(() => undefined))?.status?.phase === 'Running', { description: 'the tenant\'s Job Pod running', timeoutMs: 60_000 });
     const before = { agent: await podLists(agent, AGENT_METRICS_PORT, 'agent'), controller: await podLists(leader, CONTROLLER_METRICS_PORT, 'controller') };
 
-    const policies = `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${tenantNs}/sidecarpolicies`;
+    const policies = `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${namespaces.tenant()}/sidecarpolicies`;
     await asTenant('POST', policies, {
       apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name: 'shippers' },
       spec: { mode: 'Enforce', containers: [{ name: 'shipper-*' }, { name: 'unused-0' }] },
     });
-    await jobs.runJob(jobsNs, 'elsewhere', { restartPolicy: 'Never', containers: [container('main', 'sleep 10; echo main done'), container('proxy', sidecarLoop, { env: [SIDECAR_MARK] })] });
+    await jobs.runJob(namespaces.jobs(), 'elsewhere', { restartPolicy: 'Never', containers: [container('main', 'sleep 10; echo main done'), container('proxy', sidecarLoop, { env: [SIDECAR_MARK] })] });
     const started = Date.now();
     for (let i = 1; i <= EDITS; i++) {
       await asTenant('PATCH', `${policies}/shippers`, { spec: { containers: [{ name: 'shipper-*' }, { name: `unused-${i}` }] } });
@@ -85,7 +58,7 @@ describe('security: a tenant\'s policy edits cost their own scope (R54)', () => 
     const lists = { agent: (await podLists(agent, AGENT_METRICS_PORT, 'agent')) - before.agent, controller: (await podLists(leader, CONTROLLER_METRICS_PORT, 'controller')) - before.controller };
     t.diagnostic(`Pod LISTs while the policy was created and edited: agent ${lists.agent}, controller ${lists.controller}`);
 
-    for (const [namespace, name, sidecar] of [[tenantNs, 'own', 'shipper-a'], [jobsNs, 'elsewhere', 'proxy']] as const) {
+    for (const [namespace, name, sidecar] of [[namespaces.tenant(), 'own', 'shipper-a'], [namespaces.jobs(), 'elsewhere', 'proxy']] as const) {
       const { job, type } = await jobs.finishedJob(namespace, name, 120_000);
       assert.equal(type, 'Complete', name);
       const pod = await jobs.onlyPod(namespace, name);

@@ -6,50 +6,26 @@
 // namespace's Pods again. Meanwhile two marked Jobs in another namespace, a plain one and one whose
 // ignore-exit-code sidecar only the controller's phase write ends, must end as always: within 30 s
 // of their mains. The Pod itself gets one Warning that says why nothing is done for it.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import { EVENT_REASONS } from '../api/names.ts';
-import { apiAs, type Caller } from './support/api-as.ts';
+import { apiAs } from './support/api-as.ts';
 import { clients, clusterEnv } from './support/cluster.ts';
-import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, controllerLeader, deployProject, ourRestarts, assertNoRestartSince, podMetric } from './support/deploy.ts';
+import { AGENT_METRICS_PORT, CONTROLLER_METRICS_PORT, agentPod, controllerLeader, ourRestarts, assertNoRestartSince, podMetric } from './support/deploy.ts';
 import * as jobs from './support/jobs.ts';
 import { BUSYBOX, IGNORE_EXIT_MARK, SIDECAR_MARK, container, finishedAt } from './support/jobs.ts';
-import { createTestNamespace, deleteTestNamespace } from './support/namespace.ts';
+import { TENANT, asTenant, tenantNamespaces } from './support/tenant.ts';
 import { waitFor } from './support/wait.ts';
 import { jobCondition } from './support/workloads.ts';
 
-const { core, rbac } = clients();
-let tenantNs: string;
-let jobsNs: string;
-const TENANT: Caller = { user: 'e2e-tenant' };
+const { core } = clients();
 /** Ten values of 100,000 `<` each: every one under Linux's limit on one string, so the Pod runs. */
 const LT_ENV: V1EnvVar[] = Array.from({ length: 10 }, (_, i) => ({ name: `LT_${i}`, value: '<'.repeat(100_000) }));
 const unreadable = (part: 'agent' | 'controller') => `sidecar_terminator_${part}_unreadable_objects_total{resource="pods"}`;
 
-async function asTenant(method: string, path: string, body?: unknown): Promise<void> {
-  const answer = await apiAs(TENANT, method, path, body);
-  assert.ok(answer.status < 300, `${method} ${path} as the tenant: ${answer.status} ${answer.body.message ?? ''}`);
-}
-
 describe('security: a Pod served larger than the parts read (R48)', () => {
-  before(async () => {
-    await deployProject();
-    tenantNs = await createTestNamespace(core, 'unreadable');
-    jobsNs = await createTestNamespace(core, 'unreadable-jobs');
-    await rbac.createNamespacedRoleBinding({
-      namespace: tenantNs,
-      body: {
-        metadata: { name: 'tenant-edit' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: TENANT.user }],
-      },
-    });
-  });
-  after(async () => {
-    if (tenantNs) await deleteTestNamespace(core, tenantNs);
-    if (jobsNs) await deleteTestNamespace(core, jobsNs);
-  });
+  const namespaces = tenantNamespaces('unreadable');
 
   it('a tenant\'s Pod of 1 MB of "<", edited, and a policy in its namespace: Jobs elsewhere end within 30 s of their mains; the Pod gets one Warning', async (t) => {
     const restarts = await ourRestarts();
@@ -64,31 +40,31 @@ describe('security: a Pod served larger than the parts read (R48)', () => {
         containers: [{ name: 'big', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sleep', '3600'], env: LT_ENV }],
       },
     };
-    await asTenant('POST', `/api/v1/namespaces/${tenantNs}/pods`, big);
-    const served = (await apiAs(TENANT, 'GET', `/api/v1/namespaces/${tenantNs}/pods/big`)).body;
+    await asTenant('POST', `/api/v1/namespaces/${namespaces.tenant()}/pods`, big);
+    const served = (await apiAs(TENANT, 'GET', `/api/v1/namespaces/${namespaces.tenant()}/pods/big`)).body;
     t.diagnostic(`the Pod as sent: ${JSON.stringify(big).length} bytes; as served: ${JSON.stringify(served).replaceAll('<', '\\u003c').length} bytes`);
     // Both parts have met it: on its creation, and on kubelet's status writes.
     await waitFor(async () => (await podMetric(agent, AGENT_METRICS_PORT, unreadable('agent'))) > counted.agent &&
       (await podMetric(leader, CONTROLLER_METRICS_PORT, unreadable('controller'))) > counted.controller, { description: 'both parts counted the Pod as unreadable', timeoutMs: 60_000 });
 
     // The tenant edits it, and has both parts decide the namespace again (a policy that matches nothing).
-    for (let i = 0; i < 3; i++) await asTenant('PATCH', `/api/v1/namespaces/${tenantNs}/pods/big`, { metadata: { annotations: { edit: String(i) } } });
-    await asTenant('POST', `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${tenantNs}/sidecarpolicies`, {
+    for (let i = 0; i < 3; i++) await asTenant('PATCH', `/api/v1/namespaces/${namespaces.tenant()}/pods/big`, { metadata: { annotations: { edit: String(i) } } });
+    await asTenant('POST', `/apis/sidecar-terminator.dev/v1alpha1/namespaces/${namespaces.tenant()}/sidecarpolicies`, {
       apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name: 'relist' },
       spec: { mode: 'Enforce', containers: [{ name: 'no-such-container' }] },
     });
 
     const main = container('main', 'sleep 5; echo main done');
     const sidecar = (name: string) => container(name, 'trap "exit 0" TERM; while :; do sleep 1 & wait $!; done', { env: [SIDECAR_MARK] });
-    await jobs.runJob(jobsNs, 'plain', { restartPolicy: 'Never', containers: [main, sidecar('proxy')] });
-    await jobs.runJob(jobsNs, 'ignore-exit', {
+    await jobs.runJob(namespaces.jobs(), 'plain', { restartPolicy: 'Never', containers: [main, sidecar('proxy')] });
+    await jobs.runJob(namespaces.jobs(), 'ignore-exit', {
       restartPolicy: 'Never',
       containers: [main, container('shipper', 'trap "exit 3" TERM; while :; do sleep 1 & wait $!; done', { env: [SIDECAR_MARK, IGNORE_EXIT_MARK] })],
     });
     for (const name of ['plain', 'ignore-exit']) {
-      const { job, type } = await jobs.finishedJob(jobsNs, name, 120_000);
+      const { job, type } = await jobs.finishedJob(namespaces.jobs(), name, 120_000);
       assert.equal(type, 'Complete', name);
-      const pod = await jobs.onlyPod(jobsNs, name);
+      const pod = await jobs.onlyPod(namespaces.jobs(), name);
       const mainDone = finishedAt(pod, 'main')!.getTime();
       const complete = new Date(jobCondition(job, 'Complete')!.lastTransitionTime!).getTime();
       t.diagnostic(`${name}: Job Complete ${((complete - mainDone) / 1000).toFixed(0)} s after its main`);
@@ -96,7 +72,7 @@ describe('security: a Pod served larger than the parts read (R48)', () => {
     }
 
     const events = await waitFor(async () => {
-      const list = await jobs.podEvents(await core.readNamespacedPod({ namespace: tenantNs, name: 'big' }));
+      const list = await jobs.podEvents(await core.readNamespacedPod({ namespace: namespaces.tenant(), name: 'big' }));
       return list.some((e) => e.startsWith(`Warning ${EVENT_REASONS.podUnreadable}`)) ? list : undefined;
     }, { description: 'the unreadable Pod\'s Warning', timeoutMs: 30_000 });
     assert.equal(events.filter((e) => e.includes(EVENT_REASONS.podUnreadable)).length, 1, events.join('\n'));
