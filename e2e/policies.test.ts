@@ -106,7 +106,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
     // Policies, their Pods and namespaces gone: nothing of it may take a part down.
@@ -273,5 +273,27 @@ describe('sidecar policies (R54) on the local cluster', () => {
 
     kubectl('patch', 'clustersidecarpolicy', 'e2e-audit', '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
     assert.equal((await jobs.finishedJob(namespace, 'audit')).type, 'Complete');
+  });
+
+  it('R54: a policy that names no mode is in Audit, and the first matching policy decides: a namespace\'s Audit policy before a cluster Enforce one only reports', async () => {
+    apply(clusterPolicy('e2e-shadowed', { namespaceSelector: inNamespace(), containers: [{ name: 'shadowed-proxy' }] }));
+    apply({ apiVersion: 'sidecar-terminator.dev/v1alpha1', kind: 'SidecarPolicy', metadata: { name: 'team-first', namespace }, spec: { containers: [{ name: 'shadowed-proxy' }] } });
+    assert.equal(kubectl('-n', namespace, 'get', 'sidecarpolicy', 'team-first', '-o', 'jsonpath={.spec.mode}'), 'Audit');
+    await jobs.runJob(namespace, 'shadowed', unmarkedJob('shadowed-proxy'));
+    const audit = `Normal ${EVENT_REASONS.policyAudit}:`;
+    const pod = await waitFor(async () => {
+      const p = await jobs.onlyPod(namespace, 'shadowed');
+      return (await podEvents(p)).some((e) => e.startsWith(audit)) ? p : undefined;
+    }, { description: `a ${EVENT_REASONS.policyAudit} Event`, timeoutMs: 60_000 });
+    await sleep(3_000);
+    const events = await podEvents(pod);
+    assert.match(events.find((e) => e.startsWith(audit))!, new RegExp(`"shadowed-proxy" \\(SidecarPolicy/${namespace}/team-first\\)`));
+    assert.ok(!events.some((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`)), `the cluster policy did not act: ${events.join('\n')}`);
+    assert.ok(containerStatus(await core.readNamespacedPod({ namespace, name: pod.metadata!.name! }), 'shadowed-proxy')?.state?.running, 'nothing stopped');
+
+    kubectl('-n', namespace, 'patch', 'sidecarpolicy', 'team-first', '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
+    assert.equal((await jobs.finishedJob(namespace, 'shadowed')).type, 'Complete');
+    const stopping = (await podEvents(pod)).find((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.match(stopping ?? '', new RegExp(`"shadowed-proxy" \\(SidecarPolicy/${namespace}/team-first\\)`));
   });
 });
