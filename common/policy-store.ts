@@ -152,7 +152,7 @@ export class PolicyStore<W> {
 
   private changed(scope: PolicyScope, key: string, policy: W | undefined): void {
     const meaning = policy === undefined ? '' : this.meaning(policy);
-    // Kept as a digest: a policy at its CRD's limits says about 100 KB, and every agent keeps every policy.
+    // Kept as a digest, not a second copy of what it says (up to the size budget, for every policy kept).
     const said = meaning === '' ? '' : createHash('sha256').update(meaning).digest('base64');
     const saidKey = `${scope}/${key}`;
     if (said === (this.said.get(saidKey) ?? '')) return;
