@@ -129,10 +129,13 @@ describe('security: requests and Job outcomes a namespace can cause', { timeout:
     });
     const { type } = await jobs.finishedJob(namespace, 'deaf', 60_000);
     assert.equal(type, 'Complete');
+    // Read once the phase is terminal too: on 1.27 under load, a kubelet status write computed before
+    // our phase patch may show Running for a moment (CI, once), until kubelet's next sync.
     const pod = await waitFor(async () => {
       const p = await jobs.onlyPod(namespace, 'deaf');
-      return ['log', 'metrics'].every((n) => containerStatus(p, n)?.state?.terminated) ? p : undefined;
-    }, { description: 'both sidecars terminated', timeoutMs: 120_000 });
+      const ended = p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+      return ended && ['log', 'metrics'].every((n) => containerStatus(p, n)?.state?.terminated) ? p : undefined;
+    }, { description: 'both sidecars terminated, and the phase terminal', timeoutMs: 120_000 });
     assert.equal(pod.status?.phase, 'Succeeded');
     const phaseSetAt = toDate(pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED)?.lastTransitionTime);
     assert.ok(phaseSetAt, 'the phase was set by sidecar-terminator');
