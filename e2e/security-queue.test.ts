@@ -129,8 +129,8 @@ describe('security: requests and Job outcomes a namespace can cause', { timeout:
     });
     const { type } = await jobs.finishedJob(namespace, 'deaf', 60_000);
     assert.equal(type, 'Complete');
-    // Read once the phase is terminal too: on 1.27 under load, a kubelet status write computed before
-    // our phase patch may show Running for a moment (CI, once), until kubelet's next sync.
+    // Read once the phase is terminal too: once in CI, on 1.27 under load, the Pod showed Running
+    // with both sidecars terminated, after the Job had completed (not seen when run alone, twice).
     const pod = await waitFor(async () => {
       const p = await jobs.onlyPod(namespace, 'deaf');
       const ended = p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
