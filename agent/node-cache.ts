@@ -11,7 +11,7 @@ import type { Logger } from '../common/log.ts';
 import { errorMessage } from '../common/log.ts';
 import { Listeners } from '../common/listeners.ts';
 import { mayNeedSidecarTermination } from '../rules/classify.ts';
-import { PolicyStore } from '../common/policy-store.ts';
+import { keysInScope, PolicyStore } from '../common/policy-store.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
 import { POLICY_WATCH, PoliciesInEffect, policyMayYetMark } from '../rules/policies.ts';
 import { keptRequest, REQUEST_PAGE_SIZE } from '../rules/requests.ts';
@@ -28,13 +28,6 @@ export interface NodePod {
   termination?: PodProjection;
 }
 
-/**
- * As kept: the rules' projection also for a Job Pod not finished that nothing marks yet, which a
- * policy may yet mark (read through `asRead`, as the policies are now).
- */
-type KeptNodePod = NodePod;
-
-
 /** How soon a namespace's policies that could not be read are asked for again. */
 const NAMESPACE_POLICIES_RETRY_MS = 5_000;
 
@@ -46,7 +39,8 @@ export interface NodeCacheDeps {
 }
 
 export class NodeCache {
-  private readonly pods: ProjectingInformer<V1Pod, KeptNodePod>;
+  /** As kept: `termination` also for a Job Pod not finished that nothing marks yet (read through `asRead`, as the policies are now). */
+  private readonly pods: ProjectingInformer<V1Pod, NodePod>;
   private readonly active: ProjectingInformer<ContainerRecreateRequest, ContainerRecreateRequest>;
   /** A Pod of the node was added or changed. */
   readonly onPodChange = new Listeners<[namespace: string, name: string, pod: NodePod]>();
@@ -90,7 +84,7 @@ export class NodeCache {
     // Only compact projections of each Pod on this node are kept; the sidecar rules' one only for
     // Pods their markers or a policy may concern, and for Job Pods not finished, which a policy may
     // yet mark: a policy's change is then decided from here, without listing the node's Pods.
-    this.pods = new ProjectingInformer<V1Pod, KeptNodePod>({
+    this.pods = new ProjectingInformer<V1Pod, NodePod>({
       client,
       path: podPath(),
       fieldSelector: `spec.nodeName=${nodeName}`,
@@ -113,8 +107,7 @@ export class NodeCache {
     });
     // The policies, or a namespace's labels, changed: the scope's Pods are told again, as they are read now.
     this.policyStore.onScopeChange.add((scope) => {
-      const keys = scope === 'cluster' ? [...this.pods.keys()] : [...scope].flatMap((namespace) => this.pods.keysIn(namespace));
-      for (const key of keys) {
+      for (const key of keysInScope(scope, this.pods)) {
         const [namespace, name] = splitKey(key);
         this.onPodChange.tell(namespace, name, this.asRead(this.pods.get(key)!));
       }
@@ -146,7 +139,7 @@ export class NodeCache {
   }
 
   /** The Pod as read: the rules' projection only where they may concern it, with the sidecar policies laid over (read when used: policies change). */
-  private asRead(kept: KeptNodePod): NodePod {
+  private asRead(kept: NodePod): NodePod {
     return kept.termination ? { pod: kept.pod, ...(this.concerns(kept.termination) ? { termination: this.policies.apply(kept.termination) } : {}) } : kept;
   }
 

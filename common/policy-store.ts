@@ -15,6 +15,11 @@ const SCOPE_GATHER_MS = 250;
 /** Whose Pods a change may concern: every namespace's (a cluster policy), or these namespaces'. */
 export type ChangedScope = 'cluster' | ReadonlySet<string>;
 
+/** The keys a cache keeps in the scope. */
+export function keysInScope(scope: ChangedScope, cache: { keys(): Iterable<string>; keysIn(namespace: string): string[] }): string[] {
+  return scope === 'cluster' ? [...cache.keys()] : [...scope].flatMap((namespace) => cache.keysIn(namespace));
+}
+
 interface NamespaceObject {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
 }

@@ -17,7 +17,7 @@ import { projectPod } from '../rules/projection.ts';
 import type { WatchedPolicy } from '../rules/policies.ts';
 import { POLICY_WATCH, PoliciesInEffect, policyMayYetMark } from '../rules/policies.ts';
 import type { ChangedScope } from '../common/policy-store.ts';
-import { PolicyStore } from '../common/policy-store.ts';
+import { keysInScope, PolicyStore } from '../common/policy-store.ts';
 import { keptRequest, REQUEST_PAGE_SIZE, requestPodUids } from '../rules/requests.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { WatchedPod } from './sidecar-controller.ts';
@@ -128,8 +128,7 @@ export class ClusterCache {
    * counted from now: the change is what they are decided on.
    */
   private decideAgain(scope: ChangedScope): void {
-    const keys = scope === 'cluster' ? [...this.podInformer.keys()] : [...scope].flatMap((namespace) => this.podInformer.keysIn(namespace));
-    for (const key of keys) {
+    for (const key of keysInScope(scope, this.podInformer)) {
       const cached = this.podInformer.get(key)!;
       if (!this.concerns(cached.pod)) {
         this.onPodGone.tell(key);
