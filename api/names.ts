@@ -15,6 +15,8 @@ export const ANNOTATION_SIDECARS = 'sidecar-terminator.dev/sidecars';
 export const ANNOTATION_IGNORE_EXIT_CODE = 'sidecar-terminator.dev/ignore-exit-code';
 /** Comma-separated sidecar names stopped only once every other sidecar has exited (proxies others flush through). */
 export const ANNOTATION_STOP_LAST = 'sidecar-terminator.dev/stop-last';
+/** Comma-separated container names the Pod's author keeps main containers: no marker or policy makes them sidecars. */
+export const ANNOTATION_MAINS = 'sidecar-terminator.dev/mains';
 
 /** Pod condition set together with a phase patch (rules R19, R23, R24 in docs/design.md). */
 export const CONDITION_SIDECAR_TERMINATED = 'SidecarTerminated';
@@ -43,6 +45,8 @@ export const EVENT_REASONS = {
   phaseSet: 'SidecarTerminated',
   restartLoop: 'SidecarRestartLoop',
   sidecarFailedPod: 'SidecarFailedPod',
+  /** A sidecar whose own restartPolicy (or rule) restarts it after any exit: stopping it cannot end the Pod, so it is not stopped. */
+  sidecarRestartsItself: 'SidecarRestartsItself',
   /** A sidecar that has not started (image pull or config error) while the mains are done. */
   sidecarNotStarted: 'SidecarNotStarted',
   /** Every container of the Pod is marked as a sidecar: the Pod is left alone. */

@@ -10,7 +10,7 @@ import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_MAINS, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import type { JobSpec } from './support/jobs.ts';
 import * as jobs from './support/jobs.ts';
@@ -106,7 +106,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything', 'e2e-author']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
     // Policies, their Pods and namespaces gone: nothing of it may take a part down.
@@ -238,6 +238,33 @@ describe('sidecar policies (R54) on the local cluster', () => {
     assert.equal(containerStatus(pod, 'tier-proxy')?.state?.terminated?.exitCode, 0);
     const stopping = (await podEvents(pod)).filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.ok(stopping.some((e) => e.includes('"tier-proxy" (ClusterSidecarPolicy/e2e-tiers)')), stopping.join('\n'));
+  });
+
+  it('R54: the Pod\'s author keeps its mains: an explicit false in the Kruise env and the mains annotation win over an Enforce policy; catch-all entries are refused', async () => {
+    for (const entry of [{ name: '**' }, { name: '?*' }, { image: '*' }, { name: '*', image: '*' }]) {
+      assert.match(refused(clusterPolicy('e2e-catch-all', { containers: [entry] })), /match every name and image/, JSON.stringify(entry));
+    }
+    apply(clusterPolicy('e2e-author', { namespaceSelector: inNamespace(), containers: [{ name: 'h43-*' }] }));
+    // Work that a SIGTERM would cut short, with an exit code that says so.
+    const work = (what: string) => `trap 'echo ${what} stopped; exit 143' TERM; sleep 8 & wait $!; echo ${what} done`;
+    await jobs.runJob(namespace, 'author', {
+      restartPolicy: 'Never',
+      annotations: { [ANNOTATION_MAINS]: 'h43-named' },
+      containers: [
+        container('h43-main', 'sleep 2'),
+        container('h43-work', work('work'), { env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'false' }] }),
+        container('h43-named', work('named')),
+        container('h43-proxy', stopOnTerm(0)),
+      ],
+    });
+    const { type } = await jobs.finishedJob(namespace, 'author', 90_000);
+    const pod = await jobs.onlyPod(namespace, 'author');
+    const events = await podEvents(pod);
+    assert.equal(type, 'Complete', events.join('\n'));
+    for (const name of ['h43-work', 'h43-named']) assert.equal(containerStatus(pod, name)?.state?.terminated?.exitCode, 0, `${name} finished its work`);
+    const stopping = events.filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
+    assert.equal(stopping.length, 1, events.join('\n'));
+    assert.match(stopping[0]!, /stopping sidecar "h43-proxy" with/);
   });
 
   it('R54: a policy that would make every container of a Pod a sidecar leaves it alone with a Warning', async () => {

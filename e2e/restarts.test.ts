@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import { clients, clusterEnv, versionFeatures } from './support/cluster.ts';
 import { firstLine, showLines, timestampedLogs } from './support/container-logs.ts';
 import { deployProject } from './support/deploy.ts';
@@ -277,6 +278,46 @@ describe('R7: mains kubelet starts again, on the real kubelet', () => {
     const created = new Date(requests[0]!.metadata.creationTimestamp!);
     assert.ok(mainFinished && created.getTime() >= mainFinished.getTime() - 1000, `request created ${created.toISOString()}, main finished ${mainFinished?.toISOString()}`);
     assert.equal(type, 'Complete');
+  });
+});
+
+describe('R57: sidecars kubelet restarts by their own restart policy (1.35+)', () => {
+  const noRules = !features.containerRestartRules && `Kubernetes ${version} has no container restart policies (ContainerRestartRules, on by default from 1.35)`;
+
+  it('a sidecar with restartPolicy Always of its own is never stopped (no loop against kubelet); one Warning names the native-sidecar fix', { skip: noRules }, async () => {
+    await jobs.runJob(namespace, 'own-always', {
+      restartPolicy: 'Never',
+      containers: [container('main', 'sleep 2'), container('proxy', 'trap "exit 0" TERM; while true; do sleep 1; done', { env: [SIDECAR_MARK], restartPolicy: 'Always' })],
+    });
+    const warning = `Warning ${EVENT_REASONS.sidecarRestartsItself}:`;
+    const pod = await waitFor(async () => {
+      const p = await jobs.onlyPod(namespace, 'own-always');
+      return containerStatus(p, 'main')?.state?.terminated && (await jobs.podEvents(p)).some((e) => e.startsWith(warning)) ? p : undefined;
+    }, { description: `the main done and a ${EVENT_REASONS.sidecarRestartsItself} Warning`, timeoutMs: 60_000 });
+    const events = await jobs.podEvents(pod);
+    assert.match(events.find((e) => e.startsWith(warning)) ?? '', /"proxy" has a restartPolicy of its own .* native sidecar \(an init container with restartPolicy: Always/);
+    // Long enough for several stops and their retries, had any been made.
+    await new Promise((r) => setTimeout(r, 20_000));
+    const fresh = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
+    assert.equal(containerStatus(fresh, 'proxy')?.restartCount, 0, 'never stopped, so never restarted');
+    assert.deepEqual(await jobs.requestsFor(fresh), [], 'no request made');
+    assert.ok(!(await jobs.podEvents(fresh)).some((e) => e.includes(EVENT_REASONS.retrying)), events.join('\n'));
+    kubectl('-n', namespace, 'delete', 'job', 'own-always', '--wait=false');
+  });
+
+  it('a sidecar with restartPolicy OnFailure of its own that exits 143 on SIGTERM: stopped once, kubelet restarts it, the phase ends the loop', { skip: noRules }, async () => {
+    await jobs.runJob(namespace, 'own-onfailure', {
+      restartPolicy: 'Never',
+      containers: [container('main', 'sleep 2'), container('proxy', 'trap "exit 143" TERM; while true; do sleep 1; done', { env: [SIDECAR_MARK], restartPolicy: 'OnFailure' })],
+    });
+    const { type } = await jobs.finishedJob(namespace, 'own-onfailure', 90_000);
+    const pod = await jobs.onlyPod(namespace, 'own-onfailure');
+    const events = await jobs.podEvents(pod);
+    assert.equal(type, 'Complete', events.join('\n'));
+    assert.equal(pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED)?.reason, 'SidecarRestartLoop');
+    assert.match(events.find((e) => e.startsWith(`Warning ${EVENT_REASONS.restartLoop}:`)) ?? '', /"proxy": its own restartPolicy OnFailure/);
+    assert.ok(!events.some((e) => e.includes(EVENT_REASONS.sidecarFailedPod)), `no SidecarFailedPod: kubelet restarts the sidecar\n${events.join('\n')}`);
+    assert.equal((await jobs.requestsFor(pod)).length, 1, 'one stop, no retry');
   });
 });
 

@@ -1,6 +1,7 @@
 // Which containers are sidecars, and which of them can be acted on where the Pod runs.
 import {
   ANNOTATION_IGNORE_EXIT_CODE,
+  ANNOTATION_MAINS,
   ANNOTATION_SIDECARS,
   ANNOTATION_STOP_LAST,
   ENV_IGNORE_EXIT_CODE,
@@ -50,15 +51,18 @@ export function classify(pod: PodProjection): Classification {
   const annotatedSidecars = new Set(pod.annotations.sidecars.containers);
   const annotatedIgnore = new Set(pod.annotations.ignoreExitCode.containers);
   const stopLast = new Set(pod.annotations.stopLast.containers);
+  const keptMains = new Set(pod.annotations.mains.containers);
   const sidecars: Sidecar[] = [];
   const mains: string[] = [];
   for (const container of pod.containers) {
-    const sidecar = toSidecar(container, annotatedSidecars, annotatedIgnore, stopLast);
+    // The Pod's author names its work: a main whatever else marks it.
+    const sidecar = keptMains.has(container.name) ? undefined : toSidecar(container, annotatedSidecars, annotatedIgnore, stopLast);
     if (sidecar) sidecars.push(sidecar);
     else mains.push(container.name);
   }
   const warnings = [
     ...unknownNamesWarning(pod),
+    ...keptMainWarning(pod, keptMains, annotatedSidecars),
     ...ineffectiveIgnoreWarning(pod, sidecars, annotatedIgnore),
     ...ineffectiveStopLastWarning(sidecars, stopLast),
     ...imageTooLongWarning(pod),
@@ -125,6 +129,7 @@ function unknownNamesWarning(pod: PodProjection): DecisionEvent[] {
     ...describeUnknown(ANNOTATION_SIDECARS, pod.annotations.sidecars),
     ...describeUnknown(ANNOTATION_IGNORE_EXIT_CODE, pod.annotations.ignoreExitCode),
     ...describeUnknown(ANNOTATION_STOP_LAST, pod.annotations.stopLast),
+    ...describeUnknown(ANNOTATION_MAINS, pod.annotations.mains),
   ];
   if (parts.length === 0) return [];
   return [warning(EVENT_REASONS.unknownContainer, EVENT_REASONS.unknownContainer, `${parts.join(' ')} Those entries are ignored.`)];
@@ -153,6 +158,24 @@ function describeUnknown(annotation: string, parsed: NameListAnnotation): string
     );
   }
   return parts;
+}
+
+/** The mains annotation names a container the Pod also marks a sidecar: it stays a main, and one Warning says so. */
+function keptMainWarning(pod: PodProjection, keptMains: ReadonlySet<string>, annotatedSidecars: ReadonlySet<string>): DecisionEvent[] {
+  const contradicted = pod.containers
+    .filter((c) => keptMains.has(c.name) && (c.markers.whenJobExit || c.markers.withImage !== undefined || annotatedSidecars.has(c.name)))
+    .map((c) => c.name);
+  if (contradicted.length === 0) return [];
+  const several = contradicted.length > 1;
+  return [
+    warning(
+      EVENT_REASONS.markerIneffective,
+      `${EVENT_REASONS.markerIneffective}/${ANNOTATION_MAINS}`,
+      `Annotation ${ANNOTATION_MAINS} names ${quoteList(contradicted)}, which the Pod also marks as ${several ? 'sidecars' : 'a sidecar'} ` +
+        `(${ENV_TERMINATE_WHEN_JOB_EXIT}, ${ENV_TERMINATE_WITH_IMAGE} or annotation ${ANNOTATION_SIDECARS}). ${several ? 'They stay' : 'It stays'} ` +
+        'main containers: nothing stops them. Remove one of the two markers.',
+    ),
+  ];
 }
 
 /** IGNORE_EXIT_CODE counts only on a sidecar stopped through a request; one Warning names where it was set in vain. */

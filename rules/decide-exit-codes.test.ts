@@ -238,3 +238,59 @@ describe('R25: Never, Pod failed by a sidecar alone', () => {
     assert.match(decideFor(pod).events[0]?.message ?? '', /marked ignore-exit-code, but exited before/);
   });
 });
+
+describe('R57: sidecars with a restart policy of their own (container restartPolicy and rules)', () => {
+  /** The Pod with the named container's own restartPolicy and rules set, as the API server keeps them. */
+  const withOwnPolicy = (pod: ReturnType<typeof makePod>, name: string, restartPolicy: string, restartPolicyRules?: unknown[]) => {
+    for (const c of pod.spec!.containers) if (c.name === name) Object.assign(c, { restartPolicy, ...(restartPolicyRules ? { restartPolicyRules } : {}) });
+    return pod;
+  };
+  const asked = (restartCount: number, exitCode: number) =>
+    request({ attempt: 1, containers: [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-old', restartCount }, state: { phase: 'Succeeded', exitCode } }] });
+
+  it('restartPolicy Always: never stopped (kubelet would start it again), one Warning with the native-sidecar fix', () => {
+    const pod = withOwnPolicy(makePod({ containers: [main('app', exited(0)), sidecar('proxy')] }), 'proxy', 'Always');
+    const decision = expectKind(decideFor(pod), 'notHandled');
+    assert.equal(decision.reason, 'noStoppableSidecar');
+    const [event] = decision.events;
+    assert.equal(event?.reason, EVENT_REASONS.sidecarRestartsItself);
+    assert.match(event?.message ?? '', /"proxy" has a restartPolicy of its own .* init container with restartPolicy: Always/);
+  });
+
+  it('a restart rule matching exit code 0 is the same; the other sidecars are stopped as usual', () => {
+    const pod = withOwnPolicy(makePod({ containers: [main('app', exited(0)), sidecar('proxy'), sidecar('shipper')] }), 'proxy', 'Never',
+      [{ action: 'Restart', exitCodes: { operator: 'In', values: [0, 1] } }]);
+    const decision = expectKind(decideFor(pod), 'createRequest');
+    assert.deepEqual(decision.containers, ['shipper']);
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarRestartsItself, EVENT_REASONS.stopping]);
+  });
+
+  it('on a virtual node its image is not swapped either', () => {
+    const pod = withOwnPolicy(makePod({ containers: [main('app', exited(0)), imageSidecar('proxy', 'busybox')] }), 'proxy', 'Always');
+    const decision = decideFor(pod, 'virtual');
+    assert.equal(decision.kind, 'notHandled');
+    assert.ok(reasons(decision).includes(EVENT_REASONS.sidecarRestartsItself));
+  });
+
+  it('restartPolicy OnFailure in a Never Pod: stopped; restarted after exit 143, the loop ends with the phase (as the Pod-level OnFailure)', () => {
+    const pod = withOwnPolicy(makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [], { restarts: 1 })] }), 'proxy', 'OnFailure');
+    const decision = expectKind(decideFor(pod, 'real', [asked(0, 143)]), 'patchPhase');
+    assert.equal(decision.cause, 'restartLoop');
+    assert.equal(decision.phase, 'Succeeded');
+    assert.match(decision.events[0]?.message ?? '', /"proxy": its own restartPolicy OnFailure\).* remove the container's own restartPolicy/);
+    const first = withOwnPolicy(makePod({ containers: [main('app', exited(0)), sidecar('proxy')] }), 'proxy', 'OnFailure');
+    assert.deepEqual(expectKind(decideFor(first), 'createRequest').containers, ['proxy'], 'a first stop may end it (exit 0)');
+  });
+
+  it('its own Never in an OnFailure Pod: a restart after our stop had another cause, no loop', () => {
+    const pod = withOwnPolicy(makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), sidecar('proxy', 'running', [], { restarts: 1 })] }), 'proxy', 'Never');
+    assert.notEqual(decideFor(pod, 'real', [asked(0, 143)]).kind, 'patchPhase');
+  });
+
+  it('SidecarFailedPod only for an exit kubelet does not restart: its own OnFailure in a Never Pod is quiet, its own Never in an OnFailure Pod warns', () => {
+    const restarted = withOwnPolicy(makePod({ containers: [main('app', exited(0)), sidecar('proxy', exited(143))] }), 'proxy', 'OnFailure');
+    assert.ok(!reasons(decideFor(restarted)).includes(EVENT_REASONS.sidecarFailedPod));
+    const forGood = withOwnPolicy(makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), sidecar('proxy', exited(143))] }), 'proxy', 'Never');
+    assert.ok(reasons(decideFor(forGood)).includes(EVENT_REASONS.sidecarFailedPod));
+  });
+});

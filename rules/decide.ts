@@ -16,7 +16,7 @@ import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, 
 import { boundedDelayMs } from './decision.ts';
 import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
-import { mainsDone, statusesComplete } from './main-done.ts';
+import { mainsDone, restartAfterExit, statusesComplete } from './main-done.ts';
 import { imageAllowed } from './image-reference.ts';
 import { allMainsSucceeded, phasePatch, settledPhasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
@@ -158,7 +158,8 @@ function decideOnRealNode(facts: Facts): Decision {
     return ignoreExitCodePatch(facts, running.filter((s) => s.ignoreExitCode));
   }
 
-  const stoppable = others.filter((s) => isStoppableOn(s, 'real'));
+  const restarting = selfRestarting(facts, others);
+  const stoppable = others.filter((s) => isStoppableOn(s, 'real') && !restarting.includes(s));
   const unstoppable = others.filter((s) => !isStoppableOn(s, 'real'));
   if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'real'));
   if (stoppable.length === 0) {
@@ -387,7 +388,9 @@ function decideBySwapping(facts: Facts, node: Exclude<NodeKind, 'real'>): Decisi
   const active = running.filter((s) => !unstarted.includes(s));
   // On a real node without an agent, only images the operator allows are swapped in (R22).
   const refused = node === 'agentless' ? running.filter((s) => s.swapImage !== undefined && !imageAllowed(s.swapImage, facts.options.agentlessSwapImages)) : [];
-  const swappable = (s: Sidecar) => isStoppableOn(s, node) && !refused.includes(s);
+  // A swapped-in image exits at once: kubelet would start it again and again.
+  const restarting = selfRestarting(facts, running);
+  const swappable = (s: Sidecar) => isStoppableOn(s, node) && !refused.includes(s) && !restarting.includes(s);
   const unstoppable = active.filter((s) => !isStoppableOn(s, node));
   if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, node));
   if (refused.length > 0) events.push(swapRefusedWarning(pod, refused, facts.options.agentlessSwapImages));
@@ -471,6 +474,39 @@ function swapImages(facts: Facts, swaps: ImageSwap[], node: Exclude<NodeKind, 'r
 function inTransit(pod: PodProjection, sidecar: Sidecar): boolean {
   const state = statusOf(pod, sidecar.name)?.state;
   return sidecar.swapImage !== undefined && state?.kind === 'waiting' && (state.reason === undefined || TRANSIT_REASONS.has(state.reason));
+}
+
+// ---- sidecars with a restart policy of their own ----
+
+/**
+ * Kubelet starts this sidecar again whatever its exit, exit 0 too: its own restartPolicy Always, or a
+ * restart rule matching 0. A stop cannot end it, and the Pod cannot end while it is there.
+ */
+function restartsAfterAnyExit(pod: PodProjection, sidecar: Sidecar): boolean {
+  return restartAfterExit(pod.containers.find((c) => c.name === sidecar.name), pod.restartPolicy, 0) !== 'none';
+}
+
+/**
+ * The sidecars whose exit code counts that kubelet restarts after any exit: never stopped (a stop
+ * loop against kubelet ends nothing), with one Warning naming the cause and the fix. An
+ * ignore-exit-code one is not among them: the phase written for it ends it (R23).
+ */
+function selfRestarting(facts: Facts, sidecars: readonly Sidecar[]): Sidecar[] {
+  const found = sidecars.filter((s) => !s.ignoreExitCode && restartsAfterAnyExit(facts.pod, s));
+  if (found.length === 0) return found;
+  const names = found.map((s) => s.name);
+  const several = found.length > 1;
+  const them = several ? 'them' : 'it';
+  facts.events.push(warning(
+    EVENT_REASONS.sidecarRestartsItself,
+    boundedKey(EVENT_REASONS.sidecarRestartsItself, names),
+    `Sidecar${plural(names)} ${quoteList(names)} ${several ? 'have' : 'has'} a restartPolicy of ${several ? 'their' : 'its'} own ` +
+      `(Always, or a restart rule matching exit code 0): kubelet starts ${them} again after any exit, so stopping ${them} ` +
+      `cannot end the Pod, and sidecar-terminator does not try; the Pod keeps running. For a sidecar that must restart while ` +
+      `the Pod runs, make ${them} a native sidecar (an init container with restartPolicy: Always, Kubernetes 1.29+), which ` +
+      `kubelet stops once the main containers are done; otherwise remove the container's restartPolicy.`,
+  ));
+  return found;
 }
 
 // ---- sidecars that never started ----
@@ -576,16 +612,19 @@ function phaseFromMains(facts: Facts, cause: 'ignoreExitCode' | 'sidecarNotStart
   });
 }
 
-/** restartPolicy Never: sidecars whose exit code counts and that exited non-zero. */
+/** Sidecars whose exit code counts that exited non-zero for good: kubelet does not start them again (R25). */
 function failedCountingSidecars(facts: Facts): string[] {
-  if (facts.pod.restartPolicy !== 'Never') return [];
-  return facts.classification.sidecars
-    .filter((s) => !s.ignoreExitCode)
-    .filter((s) => {
-      const state = statusOf(facts.pod, s.name)?.state;
-      return state?.kind === 'terminated' && state.exitCode !== 0;
-    })
-    .map((s) => s.name);
+  return facts.classification.sidecars.filter((s) => !s.ignoreExitCode && failedForGood(facts.pod, s.name) !== undefined).map((s) => s.name);
+}
+
+/**
+ * The exit code of a sidecar that exited non-zero and that kubelet will not start again (its own
+ * restartPolicy and rules, else the Pod's: kubelet counts it in the phase then); undefined otherwise.
+ */
+function failedForGood(pod: PodProjection, name: string): number | undefined {
+  const state = statusOf(pod, name)?.state;
+  if (state?.kind !== 'terminated' || state.exitCode === 0) return undefined;
+  return restartAfterExit(pod.containers.find((c) => c.name === name), pod.restartPolicy, state.exitCode) === 'none' ? state.exitCode : undefined;
 }
 
 interface LoopingSidecar {
@@ -594,6 +633,9 @@ interface LoopingSidecar {
   exitCode?: number;
   before: number;
   now: number;
+  /** What restarts it: `restartPolicy OnFailure` (the Pod's), or the container's own policy and rules. */
+  policy: string;
+  ownPolicy: boolean;
 }
 
 function describeLoop(l: LoopingSidecar): string {
@@ -602,12 +644,12 @@ function describeLoop(l: LoopingSidecar): string {
 }
 
 /**
- * OnFailure: a sidecar we asked to stop that kubelet restarted (restart count above the one in the
- * request's statusContext, after a non-zero exit) would loop forever; end it with a phase patch.
+ * A sidecar we asked to stop that kubelet restarted (restart count above the one in the request's
+ * statusContext, after an exit its restart policy restarts: the Pod's OnFailure, or the container's
+ * own policy or rule) would loop forever; end it with a phase patch.
  */
 function restartLoop(facts: Facts, own: readonly OwnRequest[]): Decision | undefined {
   const { pod } = facts;
-  if (pod.restartPolicy !== 'OnFailure') return undefined;
   const looping = facts.classification.sidecars.flatMap((s) => {
     const found = loopOf(pod, s.name, own);
     return found ? [found] : [];
@@ -617,8 +659,10 @@ function restartLoop(facts: Facts, own: readonly OwnRequest[]): Decision | undef
   const detail = joinSample(looping.map(describeLoop));
   const text = (phase: string): string =>
     `Phase set to ${phase} by sidecar-terminator to end a restart loop: kubelet restarted sidecar${plural(names)} ${detail} ` +
-    'because it did not exit 0 on SIGTERM under restartPolicy OnFailure. Make the sidecar exit 0 on SIGTERM, ' +
-    `or mark it ignore-exit-code (${ENV_IGNORE_EXIT_CODE}=true or annotation ${ANNOTATION_IGNORE_EXIT_CODE}).`;
+    `because ${names.length === 1 ? 'its' : 'their'} exit on SIGTERM is one ${names.length === 1 ? 'its' : 'their'} restart policy restarts ` +
+    `(${joinSample(looping.map((l) => `"${l.name}": ${l.policy}`))}). Make the sidecar exit 0 on SIGTERM, ` +
+    `or mark it ignore-exit-code (${ENV_IGNORE_EXIT_CODE}=true or annotation ${ANNOTATION_IGNORE_EXIT_CODE})` +
+    (looping.some((l) => l.ownPolicy) ? ', or remove the container\'s own restartPolicy and rules.' : '.');
   return phasePatch(pod, {
     cause: 'restartLoop',
     wanted: 'Succeeded',
@@ -635,10 +679,15 @@ function loopOf(pod: PodProjection, name: string, own: readonly OwnRequest[]): L
   const asked = latestAsk(name, own);
   const context = asked?.container.statusContext;
   if (!asked || !context || status.restartCount <= context.restartCount) return undefined;
+  const container = pod.containers.find((c) => c.name === name);
+  const ownPolicy = container?.restart;
+  // Only the Pod's OnFailure, or the container's own policy or rules, restart a sidecar after its exit.
+  if (pod.restartPolicy !== 'OnFailure' && !ownPolicy) return undefined;
   const exitCode = asked.container.state?.exitCode;
-  // An exit 0 is never restarted under OnFailure: the restart had another cause.
-  if (exitCode === 0) return undefined;
-  return { name, request: asked.request.name, exitCode, before: context.restartCount, now: status.restartCount };
+  // An exit its restart policy does not restart (exit 0 under OnFailure): the restart had another cause.
+  if (exitCode !== undefined && restartAfterExit(container, pod.restartPolicy, exitCode) === 'none') return undefined;
+  const policy = ownPolicy ? `its own restartPolicy ${ownPolicy.policy}${ownPolicy.rules.length > 0 ? ' and restart rules' : ''}` : 'the Pod\'s restartPolicy OnFailure';
+  return { name, request: asked.request.name, exitCode, before: context.restartCount, now: status.restartCount, policy, ownPolicy: ownPolicy !== undefined };
 }
 
 /** The latest of our requests that asked this container to stop. */
@@ -657,16 +706,18 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
 }
 
 /**
- * restartPolicy Never: sidecars that exited non-zero fail the Pod although every main succeeded.
+ * Sidecars that exited non-zero, which kubelet does not start again (restartPolicy Never, the Pod's or
+ * their own), fail the Pod although every main succeeded.
  * The phase is left alone (the failure may be real); one Warning tells the operator how to fix it.
  */
 function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification, node: NodeKind): DecisionEvent[] {
-  if (pod.restartPolicy !== 'Never' || pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
+  if (pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
   const failed = classification.sidecars.flatMap((s) => {
     // Where images are swapped, an ignore-exit-code sidecar's exit fails nothing: the phase is ours (R21).
     if (node !== 'real' && s.ignoreExitCode) return [];
-    const state = statusOf(pod, s.name)?.state;
-    return state?.kind === 'terminated' && state.exitCode !== 0 ? [{ sidecar: s, exitCode: state.exitCode }] : [];
+    // An exit kubelet restarts fails nothing: the restart loop is R24's.
+    const exitCode = failedForGood(pod, s.name);
+    return exitCode !== undefined ? [{ sidecar: s, exitCode }] : [];
   });
   const [first] = failed;
   if (!first) return [];
@@ -691,7 +742,8 @@ function sidecarFailedPodWarnings(pod: PodProjection, classification: Classifica
     warning(
       EVENT_REASONS.sidecarFailedPod,
       EVENT_REASONS.sidecarFailedPod,
-      `${what} after every main container succeeded, so the Pod fails (restartPolicy Never) although its work succeeded. ${fixes.join(' ')}`,
+      `${what} after every main container succeeded, and kubelet does not start ${failed.length === 1 ? 'it' : 'them'} again (restartPolicy Never), ` +
+        `so the Pod fails although its work succeeded. ${fixes.join(' ')}`,
     ),
   ];
 }

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_SIDECARS, EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_MAINS, ANNOTATION_SIDECARS, ENV_TERMINATE_WHEN_JOB_EXIT, EVENT_REASONS } from '../api/names.ts';
 import { classify } from './classify.ts';
 import type { LabelSelector, PolicyScope, SidecarPolicy } from './policies.ts';
 import { MAX_GLOB_VALUE_CHARS, MAX_POLICY_SPEC_CHARS, applyPolicies, auditedAsEnforced, globMatches, mayMatchPolicy, parsePolicy, policyMayYetMark, policyAuditEvent, precedenceOrder, selectorMatches, stopCommandsOf } from './policies.ts';
@@ -103,7 +103,11 @@ describe('R54: parsePolicy refuses what it cannot read, with the reason', () => 
     ['no containers', { metadata: { name: 'p' }, spec: {} }, 'cluster', /spec.containers: must be a list/],
     ['empty containers', { metadata: { name: 'p' }, spec: { containers: [] } }, 'cluster', /at least one entry/],
     ['an empty entry', { metadata: { name: 'p' }, spec: { containers: [{}] } }, 'cluster', /name or image is needed/],
-    ['name * alone', { metadata: { name: 'p' }, spec: { containers: [{ name: '*' }] } }, 'cluster', /matches every container/],
+    ['name * alone', { metadata: { name: 'p' }, spec: { containers: [{ name: '*' }] } }, 'cluster', /match every name and image/],
+    ['name ** alone', { metadata: { name: 'p' }, spec: { containers: [{ name: '**' }] } }, 'cluster', /match every name and image/],
+    ['name ?* alone', { metadata: { name: 'p' }, spec: { containers: [{ name: '?*' }] } }, 'cluster', /match every name and image/],
+    ['image * alone', { metadata: { name: 'p' }, spec: { containers: [{ image: '*' }] } }, 'cluster', /match every name and image/],
+    ['name * with image *?*', { metadata: { name: 'p' }, spec: { containers: [{ name: '*', image: '*?*' }] } }, 'cluster', /containers\[0\]: its patterns match every name and image/],
     ['too many entries', { metadata: { name: 'p' }, spec: { containers: Array(17).fill({ name: 'x' }) } }, 'cluster', /at most 16 entries/],
     ['a long pattern', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x'.repeat(257) }] } }, 'cluster', /at most 256 characters/],
     ['a tier out of range', { metadata: { name: 'p' }, spec: { containers: [{ name: 'x', stopTier: 10 }] } }, 'cluster', /stopTier/],
@@ -194,6 +198,37 @@ describe('R54: which policy marks which container', () => {
     const parsed = parsePolicy({ metadata: { name: 'new' }, spec: { containers: [{ name: 'istio-proxy' }] } }, 'cluster');
     assert.ok(parsed.valid);
     assert.equal(parsed.policy.mode, 'Audit');
+  });
+
+  it('a catch-all pattern beside a narrowing one is kept: only an entry that matches every container is refused', () => {
+    assert.deepEqual(marked(meshPod(), [policy('mesh', { containers: [{ name: 'istio-*', image: '*' }] })])[1], 'istio-proxy:ClusterSidecarPolicy/mesh:-');
+    assert.deepEqual(marked(meshPod(), [policy('mesh', { containers: [{ name: '*', image: '*/istio/proxyv2:*' }] })])[1], 'istio-proxy:ClusterSidecarPolicy/mesh:-');
+  });
+
+  it('the Pod\'s author keeps a main against every policy: an explicit false in the Kruise env, or the mains annotation', () => {
+    const catching = [policy('ns-audit', { mode: 'Audit', containers: [{ name: 'h43-*' }] }, 'namespaced'), policy('work', { containers: [{ name: 'h43-*' }] })];
+    const pod = withLabels(makePod({
+      containers: [
+        main('h43-main', exited(0)),
+        main('h43-work', 'running', { env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'False' }] }),
+        main('h43-named'),
+        main('h43-sidecar'),
+      ],
+      annotations: { [ANNOTATION_MAINS]: 'h43-named,h43-main' },
+    }), {});
+    assert.deepEqual(marked(pod, catching), ['h43-main:-:-', 'h43-work:-:-', 'h43-named:-:-', 'h43-sidecar:-:SidecarPolicy/ns/ns-audit']);
+    const enforced = classify(applyPolicies(projectPod(pod), {}, catching.slice(1)));
+    assert.deepEqual(enforced.mains, ['h43-main', 'h43-work', 'h43-named']);
+    assert.deepEqual(enforced.sidecars.map((s) => s.name), ['h43-sidecar']);
+  });
+
+  it('the mains annotation wins over the Pod\'s own sidecar markers too, with one Warning', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('proxy'), main('shipper')], annotations: { [ANNOTATION_MAINS]: 'proxy,shipper', [ANNOTATION_SIDECARS]: 'shipper' } });
+    const classified = classify(projectPod(pod));
+    assert.deepEqual(classified.mains, ['app', 'proxy', 'shipper']);
+    const warned = classified.warnings.filter((w) => w.reason === EVENT_REASONS.markerIneffective);
+    assert.equal(warned.length, 1);
+    assert.match(warned[0]!.message, /names "proxy" and "shipper", which the Pod also marks as sidecars .* They stay main containers/);
   });
 
   it('the Pod\'s own markers win: a container it marks is never decided by a policy', () => {
@@ -296,7 +331,7 @@ describe('R54: decisions with policy-marked sidecars', () => {
 
   it('a policy that matches every container leaves the Pod alone with a Warning', () => {
     const pod = withLabels(makePod({ containers: [main('app', exited(0)), main('istio-proxy')] }), {});
-    const decision = decideWith(pod, [policy('all', { containers: [{ name: '*', image: '*' }] })]);
+    const decision = decideWith(pod, [policy('all', { containers: [{ name: 'app' }, { name: 'istio-*' }] })]);
     assert.equal(decision.kind, 'notHandled');
     assert.ok(decision.events.some((e) => e.reason === EVENT_REASONS.noMainContainer));
   });

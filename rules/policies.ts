@@ -244,7 +244,9 @@ function containerRule(value: unknown, at: string, scope: PolicyScope): Containe
   const name = optionalText(o.name, `${at}.name`, MAX_PATTERN_CHARS);
   const image = optionalText(o.image, `${at}.image`, MAX_PATTERN_CHARS);
   if (name === undefined && image === undefined) throw new Invalid(`${at}: name or image is needed (an empty entry would match every container)`);
-  if (name === '*' && image === undefined) throw new Invalid(`${at}: name "*" without an image matches every container, mains too`);
+  if ((name === undefined || matchesEveryString(name)) && (image === undefined || matchesEveryString(image))) {
+    throw new Invalid(`${at}: its patterns match every name and image, so every container, mains too`);
+  }
   const swapImage = optionalText(o.swapImage, `${at}.swapImage`, MAX_PATTERN_CHARS);
   const stopTier = o.stopTier === undefined ? 0 : o.stopTier;
   if (typeof stopTier !== 'number' || !Number.isInteger(stopTier) || stopTier < 0 || stopTier > MAX_STOP_TIER) {
@@ -260,6 +262,14 @@ function containerRule(value: unknown, at: string, scope: PolicyScope): Containe
     stopTier,
     ...(stopCommand ? { stopCommand } : {}),
   };
+}
+
+/**
+ * A pattern of stars and question marks only, with a star: it matches every name or image longer
+ * than its question marks, so in practice every container. The CRDs' rule says the same.
+ */
+export function matchesEveryString(pattern: string): boolean {
+  return pattern.includes('*') && [...pattern].every((ch) => ch === '*' || ch === '?');
 }
 
 function command(value: unknown, at: string, scope: PolicyScope): string[] {
@@ -461,12 +471,15 @@ export function precedenceOrder(policies: readonly SidecarPolicy[]): SidecarPoli
   return [...policies].sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** Whether any own marker (env or our annotations) names the container: then no policy applies to it. */
+/**
+ * Whether any own marker (env, an explicit `false` in it, or our annotations, the mains one too)
+ * names the container: then no policy applies to it. The Pod's author decides first.
+ */
 function ownMarked(pod: PodProjection, container: ContainerProjection): boolean {
   const m = container.markers;
-  if (m.whenJobExit || m.withImage !== undefined || m.ignoreExitCode) return true;
+  if (m.whenJobExit || m.withImage !== undefined || m.ignoreExitCode || m.keepsMain) return true;
   const a = pod.annotations;
-  return [a.sidecars, a.ignoreExitCode, a.stopLast].some((list) => list.containers.includes(container.name));
+  return [a.sidecars, a.ignoreExitCode, a.stopLast, a.mains].some((list) => list.containers.includes(container.name));
 }
 
 /**

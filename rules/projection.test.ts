@@ -23,7 +23,8 @@ describe('readMarkers (R2): env markers, literal values only', () => {
     { name: 'true', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'true' }], want: { whenJobExit: true, ignoreExitCode: false } },
     { name: 'TRUE', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'TRUE' }], want: { whenJobExit: true, ignoreExitCode: false } },
     { name: 'tRuE', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'tRuE' }], want: { whenJobExit: true, ignoreExitCode: false } },
-    { name: 'false', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'false' }], want: { whenJobExit: false, ignoreExitCode: false } },
+    { name: 'false: the author keeps it a main', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'false' }], want: { whenJobExit: false, ignoreExitCode: false, keepsMain: true } },
+    { name: 'FALSE too', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'FALSE' }], want: { whenJobExit: false, ignoreExitCode: false, keepsMain: true } },
     { name: 'yes is not true', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'yes' }], want: { whenJobExit: false, ignoreExitCode: false } },
     { name: 'empty', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT, value: '' }], want: { whenJobExit: false, ignoreExitCode: false } },
     { name: 'no value', env: [{ name: ENV_TERMINATE_WHEN_JOB_EXIT }], want: { whenJobExit: false, ignoreExitCode: false } },
@@ -43,7 +44,7 @@ describe('readMarkers (R2): env markers, literal values only', () => {
         { name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'true' },
         { name: ENV_TERMINATE_WHEN_JOB_EXIT, value: 'false' },
       ],
-      want: { whenJobExit: false, ignoreExitCode: false },
+      want: { whenJobExit: false, ignoreExitCode: false, keepsMain: true },
     },
     {
       name: 'image marker',
@@ -94,6 +95,7 @@ describe('projectPod', () => {
       sidecars: { containers: ['proxy'], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
       ignoreExitCode: { containers: [], initContainers: [], unknownSample: ['x'], unknownCount: 1, truncated: false },
       stopLast: { containers: ['proxy'], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
+      mains: { containers: [], initContainers: [], unknownSample: [], unknownCount: 0, truncated: false },
     });
     assert.equal(p.startTimeMs, POD_START);
     assert.deepEqual(p.containers.map((c) => c.name), ['app', 'proxy']);

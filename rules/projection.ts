@@ -5,6 +5,7 @@ import {
   ANNOTATION_MIRROR_POD,
   ANNOTATION_SIDECARS,
   ANNOTATION_STOP_LAST,
+  ANNOTATION_MAINS,
   CONDITION_ALL_CONTAINERS_RESTARTING,
   CONDITION_SIDECAR_TERMINATED,
   ENV_IGNORE_EXIT_CODE,
@@ -24,6 +25,8 @@ export interface EnvMarkers {
   withImage?: string;
   /** ENV_IGNORE_EXIT_CODE is `true`; whether it counts is classify's business. */
   ignoreExitCode: boolean;
+  /** ENV_TERMINATE_WHEN_JOB_EXIT is `false` in any letter case: the Pod's author says it is a main, which no policy overrides. */
+  keepsMain?: true;
 }
 
 export interface ContainerProjection {
@@ -97,7 +100,7 @@ export interface PodProjection {
   labels: Record<string, string>;
   labelsTruncated: boolean;
   /** Our annotations, parsed here once and bounded whatever their size (never the raw strings). */
-  annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation; stopLast: NameListAnnotation };
+  annotations: { sidecars: NameListAnnotation; ignoreExitCode: NameListAnnotation; stopLast: NameListAnnotation; mains: NameListAnnotation };
   containers: ContainerProjection[];
   statuses: ContainerStatusProjection[];
   /** Kubelet's AllContainersRestarting condition is True: the whole Pod is starting over in place. */
@@ -179,6 +182,7 @@ export function projectPod(pod: V1Pod): PodProjection {
       sidecars: annotation(ANNOTATION_SIDECARS),
       ignoreExitCode: annotation(ANNOTATION_IGNORE_EXIT_CODE),
       stopLast: annotation(ANNOTATION_STOP_LAST),
+      mains: annotation(ANNOTATION_MAINS),
     },
     containers: (spec?.containers ?? []).map(projectContainer),
     statuses: (status?.containerStatuses ?? []).map(projectStatus),
@@ -315,6 +319,7 @@ export function readMarkers(env: readonly V1EnvVar[]): EnvMarkers {
     whenJobExit: isTrue(whenJobExit),
     ...(withImage ? { withImage } : {}),
     ignoreExitCode: isTrue(ignoreExitCode),
+    ...(whenJobExit?.toLowerCase() === 'false' ? { keepsMain: true as const } : {}),
   };
 }
 
