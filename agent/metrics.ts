@@ -35,7 +35,7 @@ export function createAgentMetrics() {
     }),
     requestsOnExit: new Counter({
       name: 'sidecar_terminator_agent_requests_on_exit_total',
-      help: 'First requests for a Pod\'s sidecars that the agent made on seeing its main containers exit in the runtime, by result (created; existed: the controller or an earlier try was first).',
+      help: 'First requests for a Pod\'s sidecars that the agent made on seeing its main containers exit in the runtime, by result (created; existed: the controller or an earlier try was first; policies-not-current: a policy marks a container of the Pod and the agent\'s policy watch is not current, so the controller creates it).',
       labelNames: ['result'] as const,
       registers: [registry],
     }),

@@ -154,6 +154,11 @@ export class NodeCache {
     return kept && this.asRead(kept).termination;
   }
 
+  /** Whether the policy watches are current (PolicyStore.isCurrent): the fast path acts on a policy only then. */
+  policiesCurrent(): boolean {
+    return this.policyStore.isCurrent();
+  }
+
   /** The same, found by a container ID (`<runtime>://<id>`) that kubelet has reported. */
   sidecarPodOfContainer(containerID: string): PodProjection | undefined {
     const kept = this.pods.byIndex(containerID)[0];

@@ -134,6 +134,7 @@ function harness(o: HarnessOptions = {}) {
   const exits = new ExitHandler({
     nodeName: NODE,
     cache: {
+      policiesCurrent: () => true,
       sidecarPod: () => pod,
       sidecarPodOfContainer: () => pod,
       // The watch has not delivered any request yet.

@@ -202,21 +202,28 @@ describe('ProjectingInformer', () => {
     assert.deepEqual([informer.get('ns/a'), informer.get('other/b')], ['partial', 'q']);
   });
 
-  it('a watch broken by the network is resumed from the last version seen, without a re-list', async () => {
+  it('a watch broken by the network is resumed from the last version seen, without a re-list; not current from the failure to its next event', async () => {
     const api = new FakeKubeApi();
     api.set(at('a'), obj('a', 'p'));
     let restarts = 0;
     const informer = new ProjectingInformer<Obj, string>({
       client: api, path: PODS, log: createLogger('test', 'error'), project: (x) => x.owner, onChange: () => {}, onRestart: () => restarts++,
     });
+    assert.equal(informer.isCurrent(), false, 'not before its list');
     informer.start();
     await until(watching(api, 1));
+    assert.equal(informer.isCurrent(), true);
     api.set(at('a'), obj('a', 'q'));
     await until(() => informer.get('ns/a') === 'q');
     api.endWatches(networkError());
+    // Failed: what it keeps may be behind, until the resumed watch delivers something.
+    await until(() => !informer.isCurrent());
+    await until(watching(api, 2));
+    assert.equal(informer.isCurrent(), false, 'a watch open again says nothing yet');
     // Changes while it is away come with the resumed watch.
     api.set(at('b'), obj('b', 'p'));
-    await until(() => watching(api, 2)() && informer.get('ns/b') === 'p');
+    await until(() => informer.get('ns/b') === 'p');
+    assert.equal(informer.isCurrent(), true);
     informer.stop();
     assert.equal(restarts, 1);
     assert.deepEqual(watchFrom(api), ['1', '2']);

@@ -103,6 +103,8 @@ export class ProjectingInformer<T extends WatchedObject, P> {
   /** The newest resource version applied (kept across 410 Gone): a re-list is never older. */
   private newestSeen = '';
   private synced = false;
+  /** The watch failed and has not delivered an event, a bookmark or a list since: what is kept may be behind. */
+  private failing = false;
   private stopped = false;
   private backoffMs = 500;
   private abort: AbortController | undefined;
@@ -127,6 +129,14 @@ export class ProjectingInformer<T extends WatchedObject, P> {
 
   isSynced(): boolean {
     return this.synced;
+  }
+
+  /**
+   * Synced, and the watch has not failed since it last delivered something: what is kept is as
+   * current as the watch can tell. False from a failed watch until its next event, bookmark or list.
+   */
+  isCurrent(): boolean {
+    return this.synced && !this.failing;
   }
 
   get(key: string): P | undefined {
@@ -225,6 +235,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     this.resourceVersion = version;
     this.newestSeen = version || this.newestSeen;
     this.synced = true;
+    this.failing = false;
   }
 
   /** The first page's query: see "Where lists are served from" at the top of this file. */
@@ -256,6 +267,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     this.resourceVersion = resourceVersion ?? this.resourceVersion;
     this.newestSeen = this.resourceVersion || this.newestSeen;
     this.backoffMs = 500;
+    this.failing = false;
   }
 
   /** An object left out: counted each time, logged once per object. */
@@ -282,6 +294,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
       void this.run();
       return;
     }
+    this.failing = true;
     const delay = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
     this.o.log.warn('watch failed, restarting', { path: this.o.path, error: errorMessage(err), retryInMs: delay });
@@ -312,6 +325,7 @@ export class ProjectingInformer<T extends WatchedObject, P> {
     for (const key of [...this.items.keys()]) this.remove(key);
     this.resourceVersion = '';
     this.synced = true;
+    this.failing = false;
     this.timer = setTimeout(() => void this.run(), ABSENT_RETRY_MS);
     this.timer.unref();
   }

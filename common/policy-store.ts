@@ -142,6 +142,11 @@ export class PolicyStore<W> {
     return this.clusterPolicies.isSynced() && this.namespacedPolicies.isSynced() && this.namespaces.isSynced();
   }
 
+  /** Every watch is synced and none has failed since it last delivered something (ProjectingInformer.isCurrent). */
+  isCurrent(): boolean {
+    return this.clusterPolicies.isCurrent() && this.namespacedPolicies.isCurrent() && this.namespaces.isCurrent();
+  }
+
   start(): void {
     this.namespaces.start();
     this.clusterPolicies.start();

@@ -70,6 +70,7 @@ function harness(o: HarnessOptions = {}) {
   const exits = new ExitHandler({
     nodeName: NODE,
     cache: {
+      policiesCurrent: () => true,
       sidecarPod: (namespace, name) => pods.find((p) => p.namespace === namespace && p.name === name),
       sidecarPodOfContainer: (containerID) => pods.find((p) => p.statuses.some((s) => s.containerID === containerID)),
       activeRequests: (namespace, podUid) => (cache.stale ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))

@@ -31,6 +31,8 @@ export interface ExitCache {
   sidecarPodOfContainer: (containerID: ContainerID) => PodProjection | undefined;
   /** The Pod's active requests on this node. */
   activeRequests: (namespace: string, podUid: string) => ContainerRecreateRequest[];
+  /** Whether the policy watches are current: a Pod that a policy marks is left to the controller otherwise. */
+  policiesCurrent: () => boolean;
 }
 
 /** The request calls of the fast path. */
@@ -249,9 +251,13 @@ export class ExitHandler {
       return exitCode === undefined ? c : { ...c, state: 'exited' as const, exitCode };
     });
     const requests = this.deps.cache.activeRequests(namespace, pod.uid).map((r) => projectRequest(r, pod.uid));
-    const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: this.now(), options: this.options });
+    const decide = () => requestOnMainExit({ pod, containers, runtimePrefix: prefix, requests, nowMs: this.now(), options: this.options, policiesCurrent: this.deps.cache.policiesCurrent() });
     const createStartMs = this.now();
     const first = decide();
+    if (first.policiesNotCurrent) {
+      this.deps.metrics.requestsOnExit.inc({ result: 'policies-not-current' });
+      this.deps.log.info('a policy marks a container of the Pod, and the policy watch is not current: the controller creates its request', { pod: namespacedKey(namespace, name) });
+    }
     if (first.awaitingKubelet.length > 0) {
       // The runtime cannot tell a probe kill kubelet restarts from a final exit: its report can.
       this.awaitingKubelet.set(namespacedKey(namespace, name), prefix);

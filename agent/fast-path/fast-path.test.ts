@@ -53,6 +53,7 @@ function harness(confined: boolean) {
     nodeName: NODE,
     namespace: 'sidecar-terminator',
     cache: {
+      policiesCurrent: () => true,
       sidecarPod: (namespace, name) => (namespace === POD.namespace && name === POD.name ? POD : undefined),
       sidecarPodOfContainer: (containerID) => (POD.statuses.some((s) => s.containerID === containerID) ? POD : undefined),
       activeRequests: () => [],

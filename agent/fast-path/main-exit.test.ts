@@ -96,6 +96,18 @@ const cases: Case[] = [
 ];
 
 describe('requestOnMainExit (R43)', () => {
+  it('a container a policy marks or audits, while the policy watch is not current: no request, the controller decides (R55)', () => {
+    const raw = makePod(reported);
+    const pod = projectPod(raw);
+    const policy = { policy: 'ClusterSidecarPolicy/mesh', mode: 'Enforce' as const, ignoreExitCode: false, stopTier: 0 };
+    const marked = { ...pod, containers: pod.containers.map((c) => (c.name === 'proxy' ? { ...c, markers: { ...c.markers, whenJobExit: false }, policy } : c)) };
+    const input = { pod: marked, containers: cases[0]!.runtime, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS };
+    assert.deepEqual(requestOnMainExit({ ...input, policiesCurrent: false }), { awaitingKubelet: [], policiesNotCurrent: true });
+    assert.ok(requestOnMainExit({ ...input, policiesCurrent: true }).request, 'current: the fast path acts');
+    const envMarked = { ...input, pod, policiesCurrent: false };
+    assert.ok(requestOnMainExit(envMarked).request, 'no policy concerns the Pod: a stale policy view changes nothing for it');
+  });
+
   for (const c of cases) {
     it(c.name, () => {
       const raw = makePod(c.pod ?? reported);
@@ -107,6 +119,7 @@ describe('requestOnMainExit (R43)', () => {
         requests: c.requests ?? [],
         nowMs: NOW,
         options: DEFAULT_OPTIONS,
+        policiesCurrent: true,
       });
       assert.deepEqual(decision.request?.containers, c.stops);
       assert.deepEqual(decision.awaitingKubelet, c.awaiting ?? []);
@@ -121,6 +134,7 @@ describe('requestOnMainExit (R43)', () => {
       requests: [],
       nowMs: NOW,
       options: DEFAULT_OPTIONS,
+      policiesCurrent: true,
     });
     assert.equal(decision.request?.request.metadata.name, requestName(UID, 1));
     assert.deepEqual(decision.request?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-2', restartCount: 2 } }]);
@@ -162,7 +176,7 @@ describe('reportedContainers', () => {
 
   it('with the rules: the request the runtime listing would have given', () => {
     const containers = reportedContainers(pod(), 'containerd', new Map([[runtimeContainerID('main-id'), 0]]))!;
-    const decision = requestOnMainExit({ pod: pod(), containers, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS });
+    const decision = requestOnMainExit({ pod: pod(), containers, runtimePrefix: 'containerd', requests: [], nowMs: NOW, options: DEFAULT_OPTIONS, policiesCurrent: true });
     assert.deepEqual(decision.request?.request.spec.containers, [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-id', restartCount: 0 } }]);
   });
 });

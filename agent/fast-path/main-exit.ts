@@ -110,6 +110,8 @@ export interface MainExitInput {
   requests: readonly ExistingRequest[];
   nowMs: number;
   options: SidecarTerminatorOptions;
+  /** The agent's policy watches are current (PolicyStore.isCurrent). */
+  policiesCurrent: boolean;
 }
 
 export interface MainExitOutcome {
@@ -120,10 +122,19 @@ export interface MainExitOutcome {
   request?: CreateRequest;
   /** Mains whose exit waits for kubelet's report: the Pod is looked at again when its status changes. */
   awaitingKubelet: string[];
+  /**
+   * A policy marks (or audits) a container of the Pod, as the agent last saw the policies, and their
+   * watch is not current: no request, the controller's path decides (a switch to Audit, a policy
+   * deleted, may not have reached the agent).
+   */
+  policiesNotCurrent?: true;
 }
 
 export function requestOnMainExit(input: MainExitInput): MainExitOutcome {
   const view = runtimePodView(input.pod, input.containers, input.runtimePrefix);
+  if (!input.policiesCurrent && view.pod.containers.some((c) => c.policy || c.auditPolicy)) {
+    return { awaitingKubelet: view.awaitingKubelet, policiesNotCurrent: true };
+  }
   const decision = decide(view.pod, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
   const first =
     decision.kind === 'createRequest' && decision.retryOf === undefined && decision.delayMs === 0 && !input.requests.some((r) => isOwnRequest(r, input.pod));
