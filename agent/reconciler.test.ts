@@ -988,6 +988,14 @@ describe('Reconciler: containers left running in a Pod whose phase the controlle
     assert.deepEqual(h.calls, ['status proxy-1', 'stop proxy-1', 'status proxy-1']);
   });
 
+  it('a container an active request asks is left to that request (R23: its stop command and hook come first): one stop, by the request', async () => {
+    const h = harness({ pod: finished() });
+    await h.reconciler.reconcile(KEY);
+    await h.reconciler.drain(5_000);
+    assert.equal(h.calls.filter((c) => c.startsWith('stop ')).length, 1);
+    assert.equal(h.stoppedLogs.length, 1, 'stopped as the request asks, not as a leftover');
+  });
+
   it('a container with a preStop hook is left to kubelet, whose kill runs the hook', async () => {
     const h = harness({ pod: { ...finished(), containers: [{ name: 'main' }, { name: 'proxy', preStop: { exec: { command: ['/bin/drain'] } } }] } });
     h.cache.stale = []; // no request of the Pod

@@ -235,7 +235,9 @@ export class Reconciler {
       .filter((r) => !isCompleted(r) && !awaitsAdmission(r))
       .sort(byAge);
     const cached = this.deps.cache.agentPod(namespace, podName);
-    const leftoversRecheckMs = cached ? await this.stops.stopLeftovers(cached, key) : undefined;
+    // A container an active request asks is stopped by it, its stop command and hook first (R23).
+    const asked = new Set(requests.flatMap((r) => r.spec.containers.map((c) => c.name)));
+    const leftoversRecheckMs = cached ? await this.stops.stopLeftovers(cached, key, asked) : undefined;
     if (requests.length === 0) return leftoversRecheckMs === undefined ? undefined : { requeueAfterMs: leftoversRecheckMs };
     for (const r of requests) if (r.metadata.uid) this.timings.seen(r.metadata.uid, actingAtMs);
 

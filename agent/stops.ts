@@ -135,11 +135,12 @@ export class Stops {
   }
 
   /**
-   * R45: what still runs in a Pod whose phase the controller set is stopped now, within its grace.
+   * R45: what still runs in a Pod whose phase the controller set is stopped now, within its grace,
+   * but for the containers an active request asks (that request stops them, command and hook first).
    * Returns when to look again at a container whose stop returned while the runtime still says running.
    */
-  async stopLeftovers(pod: AgentPod, key: string): Promise<number | undefined> {
-    const leftovers = leftoverContainers(pod).filter((s) => !this.inFlight.has(s.containerID));
+  async stopLeftovers(pod: AgentPod, key: string, askedByRequests: ReadonlySet<string>): Promise<number | undefined> {
+    const leftovers = leftoverContainers(pod).filter((s) => !this.inFlight.has(s.containerID) && !askedByRequests.has(s.name));
     if (leftovers.length === 0) return undefined;
     const views = new Map<string, RuntimeView>();
     await Promise.all(leftovers.map(async (s) => views.set(s.name, this.withRecheck({ containerID: s.containerID, ...(await this.inspect(s.containerID)) }))));

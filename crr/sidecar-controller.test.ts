@@ -231,18 +231,21 @@ describe('SidecarController: writes carrying the Pod\'s resourceVersion', () => 
 
   it('phase patch from a stale Pod: 409, no event; the retry sets the phase and the condition, one event', async () => {
     const h = harness({ pod: makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] }) });
+    // Our request asked the ignore-exit-code sidecar to stop: the phase follows (R23).
+    await h.controller.reconcile(KEY);
+    assert.equal(h.api.list<ContainerRecreateRequest>(requestPath('ns')).length, 1);
     h.cache.pod = projectPod(h.api.object<V1Pod>(POD)!);
     const fresh = h.api.object<V1Pod>(POD)!;
     h.api.set(POD, { ...fresh, metadata: { ...fresh.metadata, labels: { touched: 'yes' } } });
     await assert.rejects(h.controller.reconcile(KEY), (err) => isConflict(err));
-    assert.deepEqual(await h.events(), []);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`], 'no event for the phase not set');
     h.cache.pod = undefined;
     await h.controller.reconcile(KEY);
     assert.deepEqual(h.api.lines({ method: 'patch' }), [`PATCH ${POD}/status 409`, `PATCH ${POD}/status 200`]);
     const status = h.api.object<V1Pod>(POD)?.status;
     assert.equal(status?.phase, 'Succeeded');
     assert.deepEqual(status?.conditions?.map((c) => `${c.type}=${c.status}`), [`${CONDITION_SIDECAR_TERMINATED}=True`]);
-    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.phaseSet}`]);
+    assert.deepEqual(await h.reasons(), [`Normal ${EVENT_REASONS.stopping}`, `Normal ${EVENT_REASONS.phaseSet}`]);
   });
 });
 

@@ -1,7 +1,7 @@
 // Rules R23–R26 (docs/design.md): exit codes and the Pod's phase.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
+import { ANNOTATION_IGNORE_EXIT_CODE, ANNOTATION_SIDECARS, ANNOTATION_STOP_LAST, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { ContainerSpec } from '../test/support/pods.ts';
 import {
   decideFor,
@@ -23,9 +23,19 @@ import { requestName } from './requests.ts';
 const ignoring = (name: string, state: ContainerSpec['state'] = 'running') => sidecar(name, state, [IGNORE_EXIT_CODE]);
 
 describe('R23: ignore-exit-code sidecars', () => {
-  it('Never, main exited 0, only an ignore-exit-code sidecar left: phase Succeeded + SidecarTerminated=True', () => {
+  /** Our request asking these sidecars (the containers the status reports) to stop, still under way. */
+  const asking = (attempt: number, ...names: string[]) => request({ attempt, containers: names, completed: false });
+
+  it('Never, main exited 0, only an ignore-exit-code sidecar left: asked to stop, the phase said to follow', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy')] });
-    const decision = expectKind(decideFor(pod), 'patchPhase');
+    const decision = expectKind(decideFor(pod), 'createRequest');
+    assert.deepEqual(decision.containers, ['proxy']);
+    assert.match(decision.events.at(-1)?.message ?? '', /phase is set as soon as this request exists/);
+  });
+
+  it('... and as soon as our request for it exists, before its exit: phase Succeeded + SidecarTerminated=True', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy')] });
+    const decision = expectKind(decideFor(pod, 'real', [asking(1, 'proxy')]), 'patchPhase');
     assert.equal(decision.cause, 'ignoreExitCode');
     assert.equal(decision.phase, 'Succeeded');
     assert.equal(decision.condition.type, CONDITION_SIDECAR_TERMINATED);
@@ -38,45 +48,86 @@ describe('R23: ignore-exit-code sidecars', () => {
     assert.equal(decision.events[0]?.type, 'Normal');
   });
 
+  it('a request for an earlier container of that name does not count: the one running now is asked', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy', 'running')] });
+    const earlier = request({ containers: [{ name: 'proxy', statusContext: { containerID: 'containerd://proxy-old', restartCount: 0 } }] });
+    assert.equal(decideFor(pod, 'real', [earlier]).kind, 'createRequest');
+  });
+
   it('Never, main failed: phase Failed', () => {
     const pod = makePod({ containers: [main('app', exited(1)), ignoring('proxy')] });
-    const decision = expectKind(decideFor(pod), 'patchPhase');
+    const decision = expectKind(decideFor(pod, 'real', [asking(1, 'proxy')]), 'patchPhase');
     assert.equal(decision.phase, 'Failed');
     assert.match(decision.condition.message, /not all with exit code 0/);
   });
 
   it('two mains, one failed: Failed', () => {
     const pod = makePod({ containers: [main('a', exited(0)), main('b', exited(3)), ignoring('proxy')] });
-    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Failed');
+    assert.equal(expectKind(decideFor(pod, 'real', [asking(1, 'proxy')]), 'patchPhase').phase, 'Failed');
   });
 
   it('OnFailure, mains exited 0: Succeeded', () => {
     const pod = makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), ignoring('proxy')] });
-    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Succeeded');
+    assert.equal(expectKind(decideFor(pod, 'real', [asking(1, 'proxy')]), 'patchPhase').phase, 'Succeeded');
   });
 
-  it('not before every other sidecar has terminated: the others are stopped first, without the ignore-exit-code one', () => {
+  it('in its tier, after the sidecars whose exit code counts: those are stopped first', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log')] });
     const decision = expectKind(decideFor(pod), 'createRequest');
     assert.deepEqual(decision.containers, ['log']);
+    assert.match(decision.events.at(-1)?.message ?? '', /"proxy" is stopped once it has exited/);
   });
 
-  it('... then, once they have, the phase patch', () => {
+  it('... then, once they have, it is asked, and then the phase is set', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log', exited(0))] });
-    assert.equal(expectKind(decideFor(pod, 'real', [request({ containers: ['log'] })]), 'patchPhase').phase, 'Succeeded');
+    const logAsked = request({ containers: ['log'] });
+    assert.deepEqual(expectKind(decideFor(pod, 'real', [logAsked]), 'createRequest').containers, ['proxy']);
+    assert.equal(expectKind(decideFor(pod, 'real', [logAsked, asking(2, 'proxy')]), 'patchPhase').phase, 'Succeeded');
   });
 
   it('Never: another (counting) sidecar that exited non-zero still fails the Pod, and is reported', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log', exited(143))] });
-    const decision = expectKind(decideFor(pod), 'patchPhase');
+    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['log'] }), asking(2, 'proxy')]), 'patchPhase');
     assert.equal(decision.phase, 'Failed');
     assert.match(decision.condition.message, /sidecar "log" exited non-zero/);
     assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarFailedPod, EVENT_REASONS.phaseSet]);
   });
 
-  it('no other sidecar at all: patch at once', () => {
+  it('a log shipper marked ignore-exit-code in tier 0 is stopped before the proxy it sends through; the proxy\'s request comes before the phase', () => {
+    const spec = (shipper: ContainerSpec) => makePod({
+      containers: [main('app', exited(0)), shipper, sidecar('proxy')],
+      annotations: { [ANNOTATION_STOP_LAST]: 'proxy' },
+    });
+    assert.deepEqual(expectKind(decideFor(spec(ignoring('shipper'))), 'createRequest').containers, ['shipper']);
+    // It flushed and exited 143 on SIGTERM: under Never the last exit would now make kubelet's phase Failed.
+    const shipperAsked = request({ containers: ['shipper'] });
+    const flushed = spec(ignoring('shipper', exited(143)));
+    const proxyStop = expectKind(decideFor(flushed, 'real', [shipperAsked]), 'createRequest');
+    assert.deepEqual(proxyStop.containers, ['proxy']);
+    assert.ok(!reasons(proxyStop).includes(EVENT_REASONS.sidecarFailedPod), 'its exit was our stop, in its turn');
+    assert.match(proxyStop.events.at(-1)?.message ?? '', /phase is set as soon as this request exists/);
+    const phase = expectKind(decideFor(flushed, 'real', [shipperAsked, asking(2, 'proxy')]), 'patchPhase');
+    assert.equal(phase.phase, 'Succeeded');
+    assert.match(phase.condition.message, /ignore-exit-code sidecar "shipper" does not count/);
+  });
+
+  it('OnFailure: kubelet would restart an ignore-exit-code sidecar after a failed exit, so the phase follows its request even before later tiers', () => {
+    const pod = makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), ignoring('shipper'), sidecar('proxy')], annotations: { [ANNOTATION_STOP_LAST]: 'proxy' } });
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['shipper']);
+    assert.equal(expectKind(decideFor(pod, 'real', [asking(1, 'shipper')]), 'patchPhase').phase, 'Succeeded');
+  });
+
+  it('every container has exited, the last one ours (kubelet\'s report came first): the phase is still written, its code not counted', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy', exited(143))] });
+    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['proxy'] })]), 'patchPhase');
+    assert.equal(decision.phase, 'Succeeded');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.phaseSet]);
+  });
+
+  it('no other sidecar at all: both asked at once, then the phase', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('a'), ignoring('b')] });
-    const decision = expectKind(decideFor(pod), 'patchPhase');
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['a', 'b']);
+    const decision = expectKind(decideFor(pod, 'real', [asking(1, 'a', 'b')]), 'patchPhase');
     assert.match(decision.condition.message, /sidecars "a" and "b"/);
   });
 
@@ -85,7 +136,8 @@ describe('R23: ignore-exit-code sidecars', () => {
       containers: [main('app', exited(0)), main('istio-proxy')],
       annotations: { [ANNOTATION_SIDECARS]: 'istio-proxy', [ANNOTATION_IGNORE_EXIT_CODE]: ' istio-proxy ' },
     });
-    assert.equal(expectKind(decideFor(pod), 'patchPhase').phase, 'Succeeded');
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['istio-proxy']);
+    assert.equal(expectKind(decideFor(pod, 'real', [asking(1, 'istio-proxy')]), 'patchPhase').phase, 'Succeeded');
   });
 
   it('not while a main is still running', () => {
@@ -98,16 +150,16 @@ describe('R23: ignore-exit-code sidecars', () => {
     assert.equal(expectKind(decideFor(pod), 'wait').reason, 'podTerminal');
   });
 
-  it('waits while another sidecar that nothing can stop is running (and says so)', () => {
+  it('waits while another sidecar that nothing can stop is running (and says so), without asking it', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy'), imageSidecar('img', 'exit0:1')] });
     const decision = expectKind(decideFor(pod), 'notHandled');
     assert.equal(decision.reason, 'noStoppableSidecar');
     assert.deepEqual(reasons(decision), [EVENT_REASONS.notStoppable]);
   });
 
-  it('scenario: Never, a sidecar that ignores SIGTERM, with ignore-exit-code: the phase is set before anything kills it', () => {
+  it('scenario: Never, a sidecar that ignores SIGTERM, with ignore-exit-code: the phase is set while its stop is under way, before anything kills it', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('stubborn')] });
-    const decision = expectKind(decideFor(pod), 'patchPhase');
+    const decision = expectKind(decideFor(pod, 'real', [asking(1, 'stubborn')]), 'patchPhase');
     assert.equal(decision.phase, 'Succeeded');
   });
 

@@ -55,11 +55,6 @@ describe('real node: a sidecar that never started', () => {
       pod: { containers: [mainDone(0, 121_000), sidecar('log', exited(0)), unstarted('proxy')] },
       phase: 'Succeeded',
     },
-    {
-      name: 'an ignore-exit-code sidecar still running does not hold it up',
-      pod: { containers: [mainDone(0, 121_000), sidecar('ign', 'running', [IGNORE_EXIT_CODE]), unstarted('proxy')] },
-      phase: 'Succeeded',
-    },
     { name: 'an image-only sidecar that never started', pod: { containers: [mainDone(0, 121_000), unstarted('img', 'ErrImagePull', [withImage('x')])] }, phase: 'Succeeded' },
   ];
   for (const row of rows) {
@@ -75,6 +70,19 @@ describe('real node: a sidecar that never started', () => {
       assert.equal(decision.events.filter((e) => e.reason === EVENT_REASONS.sidecarNotStarted).length, 1);
     });
   }
+
+  it('R19, R23: after the timeout, an ignore-exit-code sidecar still running is asked to stop, then the phase is set as for the timeout', () => {
+    const pod = makePod({ containers: [mainDone(0, 121_000), sidecar('ign', 'running', [IGNORE_EXIT_CODE]), unstarted('proxy')] });
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['ign']);
+    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['ign'], completed: false })]), 'patchPhase');
+    assert.equal(decision.cause, 'sidecarNotStarted');
+    assert.equal(decision.phase, 'Succeeded');
+  });
+
+  it('R19, R23: before the timeout, an ignore-exit-code sidecar is not asked: the wait for the unstarted one comes first', () => {
+    const pod = makePod({ containers: [mainDone(0, 60_000), sidecar('ign', 'running', [IGNORE_EXIT_CODE]), unstarted('proxy')] });
+    assert.equal(expectKind(decideFor(pod), 'wait').reason, 'sidecarNotStarted');
+  });
 
   it('R18: started sidecars are still stopped through a request first, while the Warning goes out', () => {
     const decision = expectKind(decideFor(makePod({ containers: [mainDone(0, 500_000), sidecar('log'), unstarted('proxy')] })), 'createRequest');

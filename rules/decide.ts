@@ -95,22 +95,26 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   }
   if (classification.sidecars.length === 0) return notHandled('noSidecar', 'no sidecar container', events);
   const running = classification.sidecars.filter((s) => !isTerminated(pod, s.name));
+  // Our own requests, read on real nodes only (images are swapped elsewhere).
+  const history = requestHistory(pod, node === 'real' ? context.requests : []);
   if (running.length === 0) {
-    const failed = sidecarFailedPodWarnings(pod, classification, node);
+    const failed = sidecarFailedPodWarnings(pod, classification, node, history.own);
     const closing = [...events, ...failed];
-    const ended = node === 'real' ? settledOnRealNode(pod, context, closing) : ignoredExitsEnd(pod, classification, context, closing);
+    const ended = node === 'real'
+      ? settledOnRealNode(pod, context, closing) ?? ignoredExitsEnd(pod, classification, context, closing, history.own)
+      : ignoredExitsEnd(pod, classification, context, closing);
     if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', closing);
   }
   if (!statusesComplete(pod)) return notHandled('statusesIncomplete', 'a container has no status yet', events);
   if (!mainsDone(pod, classification.mains)) return notHandled('mainsNotDone', 'main containers not done', events);
-  events.push(...sidecarFailedPodWarnings(pod, classification, node));
+  events.push(...sidecarFailedPodWarnings(pod, classification, node, history.own));
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
     // Exit codes no longer matter and kubelet never leaves a terminal phase: it stops the rest itself.
     return wait('podTerminal', `phase ${pod.phase}: kubelet stops the remaining containers`, events, running);
   }
   const facts = { pod, classification, running, context, options: context.options ?? DEFAULT_OPTIONS, events };
-  return node === 'real' ? decideOnRealNode(facts) : decideBySwapping(facts, node);
+  return node === 'real' ? decideOnRealNode(facts, history) : decideBySwapping(facts, node);
 }
 
 /** R56, unless --settled-phase=false. */
@@ -141,63 +145,111 @@ function notStarted(pod: PodProjection, sidecar: Sidecar, node: NodeKind): boole
 
 // ---- real nodes ----
 
-function decideOnRealNode(facts: Facts): Decision {
+function decideOnRealNode(facts: Facts, history: History): Decision {
   const { pod, running, events } = facts;
-  const history = requestHistory(pod, facts.context.requests);
   const loop = restartLoop(facts, history.own);
   if (loop) return loop;
 
   const unstarted = running.filter((s) => notStarted(pod, s, 'real'));
   const started = running.filter((s) => !unstarted.includes(s));
-  // Ignore-exit-code sidecars never hold the Pod up, started or not.
+  // An ignore-exit-code sidecar that never started holds nothing up: it neither fails nor succeeds the Pod.
   const blocking = unstarted.filter((s) => !s.ignoreExitCode);
   events.push(...notStartedWarning(facts, blocking));
   const others = started.filter((s) => !s.ignoreExitCode);
-  if (others.length === 0) {
+  const restarting = selfRestarting(facts, others);
+  const unstoppable = others.filter((s) => !isStoppableOn(s, 'real'));
+  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'real'));
+  // While a sidecar whose exit code counts cannot be stopped the Pod cannot end: no phase, so no
+  // ignore-exit-code sidecar is asked either (its exit could then fail the Pod, or be restarted).
+  const held = unstoppable.length + restarting.length > 0;
+  const stoppable = started.filter((s) => (s.ignoreExitCode ? !held : isStoppableOn(s, 'real') && !restarting.includes(s)));
+  if (stoppable.length === 0) {
+    if (held) return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a real node', events);
     if (blocking.length > 0) return afterStartTimeout(facts, blocking);
     return ignoreExitCodePatch(facts, running.filter((s) => s.ignoreExitCode));
   }
-
-  const restarting = selfRestarting(facts, others);
-  const stoppable = others.filter((s) => isStoppableOn(s, 'real') && !restarting.includes(s));
-  const unstoppable = others.filter((s) => !isStoppableOn(s, 'real'));
-  if (unstoppable.length > 0) events.push(notStoppableWarning(pod, unstoppable, 'real'));
-  if (stoppable.length === 0) {
-    return notHandled('noStoppableSidecar', 'no running sidecar can be stopped on a real node', events);
-  }
-  return requestStops(facts, history, stoppable, blocking.filter((s) => s.viaRequest));
+  return requestStops(facts, history, stoppable, blocking);
 }
 
-/** A request for the stoppable sidecars that have a container ID, unless one is under way. */
-function requestStops(facts: Facts, history: History, stoppable: readonly Sidecar[], unstarted: readonly Sidecar[]): Decision {
+/**
+ * The order of stops on a real node (R53, R23): by tier, and within a tier the sidecars whose exit
+ * code counts before the ignore-exit-code ones (whose exit may need the phase written first).
+ */
+function stopStep(sidecar: Sidecar): number {
+  return sidecar.tier * 2 + (sidecar.ignoreExitCode ? 1 : 0);
+}
+
+/**
+ * Whether the phase must be set once this step's ignore-exit-code sidecars are asked to stop, before
+ * they exit: kubelet would see their exit code otherwise. It is the last step (under Never, the last
+ * exit decides the phase), or kubelet would start one of them again after a failed exit (the Pod's
+ * OnFailure, or its own policy, R57): then later steps are not waited for.
+ */
+function phaseBound(facts: Facts, due: readonly Sidecar[], laterSteps: boolean): boolean {
+  const { pod } = facts;
+  if (!laterSteps) {
+    // The last step: its exits are the Pod's last. An ignore-exit-code sidecar among them, or one
+    // that already failed for good, would make kubelet's phase Failed.
+    return due.some((s) => s.ignoreExitCode) || facts.classification.sidecars.some((s) => s.ignoreExitCode && failedForGood(pod, s.name) !== undefined);
+  }
+  if (!due.every((s) => s.ignoreExitCode)) return false;
+  const container = (s: Sidecar) => pod.containers.find((c) => c.name === s.name);
+  return due.some((s) => [SIGTERM_EXIT, SIGKILL_EXIT].some((code) => restartAfterExit(container(s), pod.restartPolicy, code) !== 'none'));
+}
+
+/** The exit codes of a stop: the stop signal, or the kill at the end of the grace period. */
+const SIGTERM_EXIT = 143;
+const SIGKILL_EXIT = 137;
+
+/** One of our requests asked this very container (the one the status reports) to stop. */
+function askedToStop(pod: PodProjection, sidecar: Sidecar, own: readonly OwnRequest[]): boolean {
+  const containerID = statusOf(pod, sidecar.name)?.containerID;
+  return containerID !== undefined && own.some((r) => r.containers.some((c) => c.name === sidecar.name && c.statusContext?.containerID === containerID));
+}
+
+/**
+ * A request for the stoppable sidecars that have a container ID, unless one is under way; or the
+ * phase, once the ignore-exit-code sidecars whose exit it must come before are asked (phaseBound).
+ */
+function requestStops(facts: Facts, history: History, stoppable: readonly Sidecar[], blocking: readonly Sidecar[]): Decision {
   const { pod, events } = facts;
+  const withId = stoppable.filter((s) => statusOf(pod, s.name)?.containerID);
+  const reported = exitsAwaitingReport(facts, withId, history.own);
+  const unexited = withId.filter((s) => !reported.names.has(s.name));
+  // Stop steps (R53, R23): only the lowest of the started sidecars not seen to exit. One that never
+  // started holds no later step: it ran nothing that needs the later ones, and would hold them forever.
+  const pending = [...unexited, ...stoppable.filter((s) => !withId.includes(s))];
+  const step = Math.min(...pending.map(stopStep));
+  const toStop = unexited.filter((s) => stopStep(s) === step);
+  const later = unexited.filter((s) => stopStep(s) > step).map((s) => s.name);
+  const bound = toStop.length > 0 && phaseBound(facts, toStop, pending.some((s) => stopStep(s) > step));
+  if (bound && blocking.length > 0) {
+    // The phase ends the wait for sidecars that have not started (R19): wait for them first.
+    const waiting = startWait(facts, blocking);
+    if (waiting) return waiting;
+  }
+  if (bound && toStop.every((s) => askedToStop(pod, s, history.own))) {
+    if (blocking.length > 0) return notStartedPatch(facts, blocking);
+    return ignoreExitCodePatch(facts, facts.classification.sidecars.filter((s) => s.ignoreExitCode));
+  }
   const active = history.own.find((r) => !r.completed);
   if (active) {
     return { ...wait('requestActive', `request ${active.name} is in progress`, events, stoppable), requestName: active.name };
   }
-  const withId = stoppable.filter((s) => statusOf(pod, s.name)?.containerID);
-  const waitingFor = [...stoppable.filter((s) => !statusOf(pod, s.name)?.containerID), ...unstarted].map((s) => s.name);
+  const waitingFor = [...stoppable.filter((s) => !statusOf(pod, s.name)?.containerID), ...blocking.filter((s) => s.viaRequest)].map((s) => s.name);
   if (withId.length === 0) return wait('containerIds', 'sidecars have no container ID yet', events, stoppable);
-
-  const reported = exitsAwaitingReport(facts, withId, history.own);
-  const unexited = withId.filter((s) => !reported.names.has(s.name));
   if (unexited.length === 0) {
     const names = [...reported.names];
     const message = `the agent saw ${names.join(',')} exit; waiting for kubelet to report it`;
     return { ...wait('statusReportPending', message, events, withId), requeueAfterMs: reported.waitMs };
   }
-  // Stop tiers (R53): only the lowest tier of the started sidecars not seen to exit. One that never
-  // started holds no later tier: it ran nothing that needs the later ones, and would hold them forever.
-  const tier = Math.min(...[...unexited, ...stoppable.filter((s) => !withId.includes(s))].map((s) => s.tier));
-  const toStop = unexited.filter((s) => s.tier === tier);
-  const later = unexited.filter((s) => s.tier > tier).map((s) => s.name);
-  if (toStop.length === 0) return wait('containerIds', `sidecars of stop tier ${tier} have no container ID yet`, events, stoppable);
+  if (toStop.length === 0) return wait('containerIds', `sidecars of stop tier ${Math.floor(step / 2)} have no container ID yet`, events, stoppable);
   // Only requests of ours that exist count: a gap below our latest may be a name someone took and gave back.
   if (history.own.length >= MAX_REQUEST_ATTEMPTS && attemptsCouldBeOurs(facts)) return attemptsExhausted(facts, toStop);
   if (history.nextAttempt > MAX_REQUEST_NAME_NUMBER) return namesTaken(facts, toStop);
   // A request holds MAX_REQUEST_CONTAINERS at most: the rest go in the next one, once this one is done.
   const batch = toStop.slice(0, MAX_REQUEST_CONTAINERS).map((s) => s.name);
-  return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length, later);
+  return createRequest(facts, history, batch, waitingFor, toStop.length - batch.length, later, bound);
 }
 
 /**
@@ -242,7 +294,7 @@ function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
   return requests.reduce<OwnRequest | undefined>((a, r) => (a && !isNewer(r, a) ? a : r), undefined);
 }
 
-function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number, later: string[]): CreateRequest {
+function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number, later: string[], phaseNext: boolean): CreateRequest {
   const { pod, options, events } = facts;
   const attempt = history.nextAttempt;
   const request = buildTerminationRequest(pod, containers, attempt, options);
@@ -267,6 +319,7 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
         : '') +
+      (phaseNext ? ' The Pod\'s phase is set as soon as this request exists, from the main containers and the sidecars already stopped: the exit code of an ignore-exit-code sidecar must not count.' : '') +
       policyNote(facts.classification.sidecars.filter((s) => containers.includes(s.name))),
   );
   const retryEvents = previous ? [retryWarning(previous, retried, name, attempt, delaySeconds)] : [];
@@ -278,6 +331,7 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
     delayMs,
     ...(previous ? { retryOf: previous.name } : {}),
     waitingForContainerId: waitingForId,
+    phaseFollows: phaseNext,
     events: [...events, ...retryEvents, stopping],
     message: `create ${name} for ${quoteList(containers)}${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
   };
@@ -446,11 +500,14 @@ function swapRefusedWarning(pod: PodProjection, sidecars: readonly Sidecar[], al
  * for want of an agent) and one is ignore-exit-code: its exit (128 when the quick-exit image lacks
  * its command) must not leave the Pod Running, nor fail it. The phase is set as R23 sets it.
  */
-function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[]): Decision | undefined {
+function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[], askedOnRealNode?: readonly OwnRequest[]): Decision | undefined {
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return undefined;
   if (!statusesComplete(pod) || !mainsDone(pod, classification.mains)) return undefined;
   const ignoring = classification.sidecars.filter((s) => s.ignoreExitCode);
   if (ignoring.length === 0) return undefined;
+  // On a real node only exits of ours: the phase was due before them, and kubelet's report of the
+  // last one came first (R23). As R56, written in the moment before kubelet's own phase.
+  if (askedOnRealNode && !ignoring.every((s) => askedToStop(pod, s, askedOnRealNode))) return undefined;
   const facts = { pod, classification, running: [], context, options: context.options ?? DEFAULT_OPTIONS, events };
   return ignoreExitCodePatch(facts, ignoring);
 }
@@ -545,6 +602,11 @@ function notStartedWarning(facts: Facts, sidecars: readonly Sidecar[]): Decision
  * when the mains finished, then end the Pod without them.
  */
 function afterStartTimeout(facts: Facts, unstarted: readonly Sidecar[]): Decision {
+  return startWait(facts, unstarted) ?? notStartedPatch(facts, unstarted);
+}
+
+/** The wait for sidecars that have not started, while sidecarStartTimeoutSeconds have not passed; undefined once they have. */
+function startWait(facts: Facts, unstarted: readonly Sidecar[]): Wait | undefined {
   const since = mainsFinishedAtMs(facts.pod, facts.classification.mains);
   const seconds = facts.options.sidecarStartTimeoutSeconds;
   if (since === undefined) {
@@ -552,11 +614,9 @@ function afterStartTimeout(facts: Facts, unstarted: readonly Sidecar[]): Decisio
     return wait('sidecarNotStarted', `no time known to count ${seconds}s from; waiting for the sidecars to start`, facts.events, unstarted);
   }
   const left = since + seconds * 1000 - facts.context.nowMs;
-  if (left > 0) {
-    const message = `waiting ${Math.ceil(left / 1000)}s more for ${quoteList(unstarted.map((s) => s.name))} to start`;
-    return { ...wait('sidecarNotStarted', message, facts.events, unstarted), requeueAfterMs: boundedDelayMs(left) };
-  }
-  return notStartedPatch(facts, unstarted);
+  if (left <= 0) return undefined;
+  const message = `waiting ${Math.ceil(left / 1000)}s more for ${quoteList(unstarted.map((s) => s.name))} to start`;
+  return { ...wait('sidecarNotStarted', message, facts.events, unstarted), requeueAfterMs: boundedDelayMs(left) };
 }
 
 /**
@@ -588,7 +648,7 @@ function notStartedPatch(facts: Facts, unstarted: readonly Sidecar[]): Decision 
 function ignoreExitCodePatch(facts: Facts, ignoring: readonly Sidecar[]): Decision {
   const names = ignoring.map((s) => s.name);
   return phaseFromMains(facts, 'ignoreExitCode',
-    ` and every other sidecar has stopped; the exit code of ignore-exit-code sidecar${plural(names)} ` +
+    ` and every other sidecar has stopped or been asked to stop in its turn; the exit code of ignore-exit-code sidecar${plural(names)} ` +
     `${quoteList(names)} does not count.`);
 }
 
@@ -710,11 +770,12 @@ function latestAsk(name: string, own: readonly OwnRequest[]): Ask | undefined {
  * their own), fail the Pod although every main succeeded.
  * The phase is left alone (the failure may be real); one Warning tells the operator how to fix it.
  */
-function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification, node: NodeKind): DecisionEvent[] {
+function sidecarFailedPodWarnings(pod: PodProjection, classification: Classification, node: NodeKind, own: readonly OwnRequest[]): DecisionEvent[] {
   if (pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
   const failed = classification.sidecars.flatMap((s) => {
-    // Where images are swapped, an ignore-exit-code sidecar's exit fails nothing: the phase is ours (R21).
-    if (node !== 'real' && s.ignoreExitCode) return [];
+    // Where images are swapped, an ignore-exit-code sidecar's exit fails nothing: the phase is ours
+    // (R21); nor where we asked it to stop, in its turn: the phase is written before the last exit (R23).
+    if (s.ignoreExitCode && (node !== 'real' || askedToStop(pod, s, own))) return [];
     // An exit kubelet restarts fails nothing: the restart loop is R24's.
     const exitCode = failedForGood(pod, s.name);
     return exitCode !== undefined ? [{ sidecar: s, exitCode }] : [];

@@ -82,6 +82,11 @@ export interface CreateRequest extends DecisionBase {
   retryOf?: string;
   /** Sidecars left out because they have no container ID yet; a later attempt covers them. */
   waitingForContainerId: string[];
+  /**
+   * The controller sets the Pod's phase as soon as this request exists, before its sidecars exit
+   * (R23): the agent's fast path leaves such a request to the controller, so that no stop outruns it.
+   */
+  phaseFollows: boolean;
 }
 
 export interface ImageSwap {

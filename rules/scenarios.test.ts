@@ -27,8 +27,10 @@ describe('scenarios of docs/design.md (rules level)', () => {
     assert.equal(decideFor(succeeded).kind, 'createRequest');
   });
 
-  it('Never, sidecar ignoring SIGTERM with ignore-exit-code: Succeeded set before it is killed', () => {
-    const decision = expectKind(decideFor(makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] })), 'patchPhase');
+  it('Never, sidecar ignoring SIGTERM with ignore-exit-code: asked to stop, then Succeeded set before it is killed', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] });
+    assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['proxy']);
+    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['proxy'], completed: false })]), 'patchPhase');
     assert.equal(decision.phase, 'Succeeded');
   });
 

@@ -51,7 +51,7 @@ const cases: Case[] = [
   { name: 'sidecar already exited', runtime: [exit('main', 0), exit('proxy', 0)] },
   { name: 'a request is already active for the Pod', runtime: [exit('main', 0), run('proxy')], requests: [request({ name: requestName(UID, 1), containers: [{ name: 'proxy' }] })] },
   { name: 'a retry is the controller\'s business', runtime: [exit('main', 0), run('proxy')], requests: [request({ name: requestName(UID, 1), completed: true, containers: [{ name: 'proxy' }] })] },
-  { name: 'only ignore-exit-code sidecars left: the controller patches the phase', pod: { ...reported, containers: [main('main'), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] }, runtime: [exit('main', 0), run('proxy')] },
+  { name: 'only ignore-exit-code sidecars left: the controller asks them and sets the phase right after its request (R23), no stop may outrun it', pod: { ...reported, containers: [main('main'), sidecar('proxy', 'running', [IGNORE_EXIT_CODE])] }, runtime: [exit('main', 0), run('proxy')] },
   { name: 'Pod being deleted', pod: { ...reported, deleting: true }, runtime: [exit('main', 0), run('proxy')] },
   { name: 'restartPolicy Always', pod: { ...reported, restartPolicy: 'Always' }, runtime: [exit('main', 0), run('proxy')] },
   { name: 'two mains, one still running', pod: { ...reported, containers: [main('a'), main('b'), sidecar('proxy')] }, runtime: [exit('a', 0), run('b'), run('proxy')] },

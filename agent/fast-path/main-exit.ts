@@ -137,6 +137,7 @@ export function requestOnMainExit(input: MainExitInput): MainExitOutcome {
   }
   const decision = decide(view.pod, 'real', { requests: input.requests, nowMs: input.nowMs, options: input.options });
   const first =
-    decision.kind === 'createRequest' && decision.retryOf === undefined && decision.delayMs === 0 && !input.requests.some((r) => isOwnRequest(r, input.pod));
+    decision.kind === 'createRequest' && decision.retryOf === undefined && decision.delayMs === 0 && !decision.phaseFollows &&
+    !input.requests.some((r) => isOwnRequest(r, input.pod));
   return { ...(first ? { request: decision } : {}), awaitingKubelet: view.awaitingKubelet };
 }
