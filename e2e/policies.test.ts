@@ -106,7 +106,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything', 'e2e-author']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything', 'e2e-author', 'e2e-ignoring']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
     // Policies, their Pods and namespaces gone: nothing of it may take a part down.
@@ -265,6 +265,41 @@ describe('sidecar policies (R54) on the local cluster', () => {
     const stopping = events.filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.equal(stopping.length, 1, events.join('\n'));
     assert.match(stopping[0]!, /stopping sidecar "h43-proxy" with/);
+  });
+
+  it('R23, R53: an ignore-exit-code log shipper in tier 0 runs its stop command and flushes before the proxy in tier 1 gets SIGTERM; its 143 fails nothing', async (t) => {
+    const say = (line: string) => `echo "${line}" > /proc/1/fd/1`;
+    apply(clusterPolicy('e2e-ignoring', {
+      namespaceSelector: inNamespace(),
+      containers: [
+        { name: 'ign-shipper', ignoreExitCode: true, stopCommand: ['sh', '-c', say('stop command ran')] },
+        { name: 'ign-proxy', stopTier: 1 },
+      ],
+    }));
+    // The shipper flushes on SIGTERM and exits 143, as shippers that do not trap it do.
+    const shipper = `trap 'echo "got SIGTERM"; sleep 3; echo "flushed"; exit 143' TERM; echo ready; while :; do sleep 1 & wait $!; done`;
+    await jobs.runJob(namespace, 'ignoring', {
+      restartPolicy: 'Never', grace: 20,
+      containers: [container('main', 'sleep 3; echo main done'), container('ign-shipper', shipper), container('ign-proxy', SIGNAL_LOGGER)],
+    });
+    const { type } = await jobs.finishedJob(namespace, 'ignoring', 90_000);
+    const pod = await jobs.onlyPod(namespace, 'ignoring');
+    const events = await podEvents(pod);
+    assert.equal(type, 'Complete', events.join('\n'));
+    const shipperLogs = timestampedLogs(namespace, pod.metadata!.name!, 'ign-shipper');
+    const proxy = timestampedLogs(namespace, pod.metadata!.name!, 'ign-proxy');
+    const shown = `shipper:\n${showLines(shipperLogs)}\nproxy:\n${showLines(proxy)}\n${events.join('\n')}`;
+    t.diagnostic(shown);
+    const ran = firstLine(shipperLogs, /^stop command ran$/);
+    const term = firstLine(shipperLogs, /^got SIGTERM$/);
+    const flushed = firstLine(shipperLogs, /^flushed$/);
+    const proxyTerm = firstLine(proxy, /^got SIGTERM$/);
+    assert.ok(ran && term && flushed && proxyTerm, shown);
+    assert.ok(term.atMs >= ran.atMs, `its stop command before its signal:\n${shown}`);
+    assert.ok(proxyTerm.atMs >= flushed.atMs, `the proxy got SIGTERM before the shipper flushed:\n${shown}`);
+    assert.equal(containerStatus(pod, 'ign-shipper')?.state?.terminated?.exitCode, 143);
+    assert.equal(pod.status?.phase, 'Succeeded');
+    assert.ok(!events.some((e) => e.includes(EVENT_REASONS.sidecarFailedPod)), shown);
   });
 
   it('R54: a policy that would make every container of a Pod a sidecar leaves it alone with a Warning', async () => {
