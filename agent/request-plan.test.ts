@@ -6,7 +6,7 @@ import { awaitsAdmission, blockingRequest, leftoverStops, graceSecondsOf, hookRe
 import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus, CRRStrategy } from '../api/container-recreate-request.ts';
-import { LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { LABEL_AFTER_PHASE, LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerOwner, RuntimeContainer } from './runtime/types.ts';
 import { runtimeContainerID } from '../api/container-id.ts';
@@ -212,6 +212,21 @@ describe('planRequest: unreadyGracePeriodSeconds (R33)', () => {
   });
   it('stops once the grace has passed', () => {
     const plan = planRequest(input({ crr: crr(['proxy'], strategy), pod: pod({ readiness: { status: 'False', sinceMs: NOW - 10_000 } }) }));
+    assert.equal(plan.stops.length, 1);
+  });
+});
+
+describe('planRequest: a request labelled after-phase (R23)', () => {
+  const afterPhase = (request: ContainerRecreateRequest): ContainerRecreateRequest =>
+    ({ ...request, metadata: { ...request.metadata, labels: { ...request.metadata.labels, [LABEL_AFTER_PHASE]: 'true' } } });
+  it('begins no stop while the Pod is not terminal: the controller sets the phase first', () => {
+    const plan = planRequest(input({ crr: afterPhase(crr(['proxy'])) }));
+    assert.deepEqual(plan.stops, []);
+    assert.match(plan.status.containerRecreateStates?.[0]?.message ?? '', /waiting for the Pod's phase/);
+    assert.equal(plan.requeueAfterMs, 5_000);
+  });
+  it('stops once the Pod shows its phase', () => {
+    const plan = planRequest(input({ crr: afterPhase(crr(['proxy'])), pod: pod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true }) }));
     assert.equal(plan.stops.length, 1);
   });
 });

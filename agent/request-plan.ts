@@ -11,7 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { PodEvent } from '../common/events.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus } from '../api/container-recreate-request.ts';
-import { completedStatus, LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
+import { completedStatus, LABEL_AFTER_PHASE, LABEL_POD_UID, MAX_STRATEGY_SECONDS } from '../api/container-recreate-request.ts';
 import type { ContainerPort, Handler } from '../api/pod.ts';
 import type { StopCommand } from '../rules/policy-marker.ts';
 import { deadlinePassed, replacedPodUid, untilDeadlineMs } from '../rules/request-completion.ts';
@@ -195,7 +195,8 @@ export function planRequest(input: RequestInputs): RequestPlan {
 
   const strategy = crr.spec.strategy ?? {};
   const graceSeconds = graceSecondsOf(strategy.terminationGracePeriodSeconds, pod.terminationGracePeriodSeconds);
-  const unready = unreadyWait(input);
+  // Stops not yet begun wait: for the Pod to be marked not ready, or for its phase.
+  const held = unreadyWait(input) ?? phaseWait(input);
   const failFast = (strategy.failurePolicy ?? 'Fail') === 'Fail';
 
   const states: ContainerRecreateState[] = [];
@@ -210,9 +211,9 @@ export function planRequest(input: RequestInputs): RequestPlan {
       continue;
     }
     const step = stepContainer(container, previous, input);
-    if (step.kind === 'stop' && unready !== undefined && !step.resumed) {
-      states.push({ ...(previous ?? pending(container.name)), message: unready.message });
-      requeueAfterMs = minDefined(requeueAfterMs, unready.afterMs);
+    if (step.kind === 'stop' && held !== undefined && !step.resumed) {
+      states.push({ ...(previous ?? pending(container.name)), message: held.message });
+      requeueAfterMs = minDefined(requeueAfterMs, held.afterMs);
     } else if (step.kind === 'stop') {
       const order = stopOrder(input, container.name, step, graceSeconds);
       // Recorded with isKilled, before the hook starts: no later request runs it again.
@@ -499,6 +500,19 @@ function recreatedProgress(name: string, isKilled: boolean, status: AgentContain
 }
 
 /** With unreadyGracePeriodSeconds, stops wait until the Pod has been not-ready that long. */
+/** How often a request waiting for its Pod's phase looks again, besides each Pod update. */
+const PHASE_WAIT_RECHECK_MS = 5_000;
+
+/**
+ * A request labelled after-phase (R23): its containers' exit codes must not reach kubelet before the
+ * Pod's phase, which the controller sets once the request exists. No stop begins (not even its stop
+ * command, which may end the container) until the Pod shows a terminal phase: kubelet then keeps it.
+ */
+function phaseWait({ crr, pod }: RequestInputs): { message: string; afterMs: number } | undefined {
+  if (crr.metadata.labels?.[LABEL_AFTER_PHASE] !== 'true' || isTerminal(pod.phase)) return undefined;
+  return { message: 'waiting for the Pod\'s phase, which the controller sets before these containers may exit', afterMs: PHASE_WAIT_RECHECK_MS };
+}
+
 function unreadyWait({ crr, pod, nowMs }: RequestInputs): { message: string; afterMs: number | undefined } | undefined {
   const seconds = crr.spec.strategy?.unreadyGracePeriodSeconds;
   if (!seconds) return undefined;

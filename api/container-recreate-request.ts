@@ -16,6 +16,12 @@ export const LABEL_POD_UID = 'crr.sidecar-terminator.dev/pod-uid';
 export const LABEL_ACTIVE = 'crr.sidecar-terminator.dev/active';
 /** Set on the requests the sidecar terminator creates itself. */
 export const LABEL_CREATED_BY = 'crr.sidecar-terminator.dev/created-by';
+/**
+ * `true`: the Pod's phase is set right after this request is created, before its containers may
+ * exit (R23); the agent begins their stops once the Pod shows a terminal phase. Anyone who sets it
+ * only delays their own request.
+ */
+export const LABEL_AFTER_PHASE = 'crr.sidecar-terminator.dev/after-phase';
 /** Readiness gate / condition type used for `unreadyGracePeriodSeconds`. */
 export const READINESS_CONDITION = 'sidecar-terminator.dev/ready';
 /** Finalizer that keeps the request until the Pod's readiness has been restored. */

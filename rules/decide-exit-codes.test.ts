@@ -19,6 +19,7 @@ import {
   withImage,
 } from '../test/support/pods.ts';
 import { requestName } from './requests.ts';
+import { LABEL_AFTER_PHASE } from '../api/container-recreate-request.ts';
 
 const ignoring = (name: string, state: ContainerSpec['state'] = 'running') => sidecar(name, state, [IGNORE_EXIT_CODE]);
 
@@ -31,6 +32,11 @@ describe('R23: ignore-exit-code sidecars', () => {
     const decision = expectKind(decideFor(pod), 'createRequest');
     assert.deepEqual(decision.containers, ['proxy']);
     assert.match(decision.events.at(-1)?.message ?? '', /phase is set as soon as this request exists/);
+    // The agent begins the stop once the Pod shows the phase; the fast path leaves it to the controller.
+    assert.equal(decision.request.metadata.labels?.[LABEL_AFTER_PHASE], 'true');
+    assert.equal(decision.phaseFollows, true);
+    const earlierStep = expectKind(decideFor(makePod({ containers: [main('app', exited(0)), ignoring('proxy'), sidecar('log')] })), 'createRequest');
+    assert.equal(earlierStep.request.metadata.labels?.[LABEL_AFTER_PHASE], undefined);
   });
 
   it('... and as soon as our request for it exists, before its exit: phase Succeeded + SidecarTerminated=True', () => {
@@ -117,11 +123,10 @@ describe('R23: ignore-exit-code sidecars', () => {
     assert.equal(expectKind(decideFor(pod, 'real', [asking(1, 'shipper')]), 'patchPhase').phase, 'Succeeded');
   });
 
-  it('every container has exited, the last one ours (kubelet\'s report came first): the phase is still written, its code not counted', () => {
+  it('every container has exited and no phase was set: too late to set one (kubelet writes its own Failed over it), the failure is reported', () => {
     const pod = makePod({ containers: [main('app', exited(0)), ignoring('proxy', exited(143))] });
-    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['proxy'] })]), 'patchPhase');
-    assert.equal(decision.phase, 'Succeeded');
-    assert.deepEqual(reasons(decision), [EVENT_REASONS.phaseSet]);
+    const decision = expectKind(decideFor(pod, 'real', [request({ containers: ['proxy'] })]), 'notHandled');
+    assert.deepEqual(reasons(decision), [EVENT_REASONS.sidecarFailedPod]);
   });
 
   it('no other sidecar at all: both asked at once, then the phase', () => {

@@ -15,7 +15,7 @@ describe('R53: stop tiers', () => {
     const decision = expectKind(decideFor(pod('running')), 'createRequest');
     assert.deepEqual(decision.containers, ['logs']);
     const stopping = decision.events.find((e) => e.reason === EVENT_REASONS.stopping);
-    assert.match(stopping!.message, /"proxy" is stopped once it has exited \(a later stop tier\)/);
+    assert.match(stopping!.message, /"proxy" is stopped once it has exited \(later in the stop order: a later tier/);
   });
 
   it('the first tier\'s request still running: the last tier waits', () => {

@@ -98,11 +98,10 @@ export function decide(pod: PodProjection, node: NodeKind, context: DecideContex
   // Our own requests, read on real nodes only (images are swapped elsewhere).
   const history = requestHistory(pod, node === 'real' ? context.requests : []);
   if (running.length === 0) {
-    const failed = sidecarFailedPodWarnings(pod, classification, node, history.own);
+    // Every exit is in: one that fails the Pod is reported, ours too (the phase was due before it).
+    const failed = sidecarFailedPodWarnings(pod, classification, node, []);
     const closing = [...events, ...failed];
-    const ended = node === 'real'
-      ? settledOnRealNode(pod, context, closing) ?? ignoredExitsEnd(pod, classification, context, closing, history.own)
-      : ignoredExitsEnd(pod, classification, context, closing);
+    const ended = node === 'real' ? settledOnRealNode(pod, context, closing) : ignoredExitsEnd(pod, classification, context, closing);
     if (ended) return ended;
     return notHandled('noRunningSidecar', 'every sidecar has terminated', closing);
   }
@@ -297,7 +296,7 @@ function latestOf(requests: readonly OwnRequest[]): OwnRequest | undefined {
 function createRequest(facts: Facts, history: History, containers: string[], waitingForId: string[], left: number, later: string[], phaseNext: boolean): CreateRequest {
   const { pod, options, events } = facts;
   const attempt = history.nextAttempt;
-  const request = buildTerminationRequest(pod, containers, attempt, options);
+  const request = buildTerminationRequest(pod, containers, attempt, options, phaseNext);
   const name = requestName(pod.uid, attempt);
   const completed = history.own.filter((r) => r.completed);
   const askedBefore = new Set(completed.flatMap((r) => r.containers.map((c) => c.name)));
@@ -315,7 +314,7 @@ function createRequest(facts: Facts, history: History, containers: string[], wai
     `${EVENT_REASONS.stopping}/${name}`,
     `Main containers are done; stopping sidecar${plural(containers)} ${quoteList(containers)} with ContainerRecreateRequest ${name}.` +
       (left > 0 ? ` ${left} more follow in the next request once this one is done (a request holds at most ${MAX_REQUEST_CONTAINERS}).` : '') +
-      (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (a later stop tier).` : '') +
+      (later.length > 0 ? ` ${quoteList(later)} ${later.length === 1 ? 'is' : 'are'} stopped once ${containers.length === 1 ? 'it has' : 'they have'} exited (later in the stop order: a later tier, or ignore-exit-code after the others of its tier).` : '') +
       (waitingForId.length > 0
         ? ` Waiting for ${quoteList(waitingForId)} to start before stopping ${waitingForId.length === 1 ? 'it' : 'them'} too.`
         : '') +
@@ -500,14 +499,11 @@ function swapRefusedWarning(pod: PodProjection, sidecars: readonly Sidecar[], al
  * for want of an agent) and one is ignore-exit-code: its exit (128 when the quick-exit image lacks
  * its command) must not leave the Pod Running, nor fail it. The phase is set as R23 sets it.
  */
-function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[], askedOnRealNode?: readonly OwnRequest[]): Decision | undefined {
+function ignoredExitsEnd(pod: PodProjection, classification: Classification, context: DecideContext, events: DecisionEvent[]): Decision | undefined {
   if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return undefined;
   if (!statusesComplete(pod) || !mainsDone(pod, classification.mains)) return undefined;
   const ignoring = classification.sidecars.filter((s) => s.ignoreExitCode);
   if (ignoring.length === 0) return undefined;
-  // On a real node only exits of ours: the phase was due before them, and kubelet's report of the
-  // last one came first (R23). As R56, written in the moment before kubelet's own phase.
-  if (askedOnRealNode && !ignoring.every((s) => askedToStop(pod, s, askedOnRealNode))) return undefined;
   const facts = { pod, classification, running: [], context, options: context.options ?? DEFAULT_OPTIONS, events };
   return ignoreExitCodePatch(facts, ignoring);
 }
@@ -774,7 +770,7 @@ function sidecarFailedPodWarnings(pod: PodProjection, classification: Classifica
   if (pod.phase === 'Succeeded' || !allMainsSucceeded(pod)) return [];
   const failed = classification.sidecars.flatMap((s) => {
     // Where images are swapped, an ignore-exit-code sidecar's exit fails nothing: the phase is ours
-    // (R21); nor where we asked it to stop, in its turn: the phase is written before the last exit (R23).
+    // (R21); nor, while others run, where we asked it to stop in its turn: the phase comes before the last exit (R23).
     if (s.ignoreExitCode && (node !== 'real' || askedToStop(pod, s, own))) return [];
     // An exit kubelet restarts fails nothing: the restart loop is R24's.
     const exitCode = failedForGood(pod, s.name);

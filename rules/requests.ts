@@ -12,6 +12,7 @@ import {
   API_VERSION,
   KIND,
   LABEL_ACTIVE,
+  LABEL_AFTER_PHASE,
   LABEL_CREATED_BY,
   LABEL_NODE_NAME,
   LABEL_POD_UID,
@@ -144,7 +145,7 @@ export const REQUEST_PAGE_SIZE = 100;
 export const POD_REQUESTS_PAGE_SIZE = 2;
 
 /** The labels a kept request carries: ours, which route it; no other label is read. */
-const KEPT_LABELS = [LABEL_NODE_NAME, LABEL_POD_UID, LABEL_ACTIVE, LABEL_CREATED_BY];
+const KEPT_LABELS = [LABEL_NODE_NAME, LABEL_POD_UID, LABEL_ACTIVE, LABEL_CREATED_BY, LABEL_AFTER_PHASE];
 
 /**
  * What the controller and the agent keep of a request in their caches: what they read of it, and
@@ -273,6 +274,7 @@ export function buildTerminationRequest(
   containers: readonly string[],
   attempt: number,
   options: SidecarTerminatorOptions = DEFAULT_OPTIONS,
+  afterPhase = false,
 ): ContainerRecreateRequest {
   if (containers.length === 0 || containers.length > MAX_REQUEST_CONTAINERS) {
     throw new Error(`a request holds 1 to ${MAX_REQUEST_CONTAINERS} containers, not ${containers.length}`);
@@ -284,7 +286,10 @@ export function buildTerminationRequest(
       name: requestName(pod.uid, attempt),
       namespace: pod.namespace,
       // Created admitted: the statusContext is set from the Pod status and the labels from the Pod.
-      labels: { [LABEL_NODE_NAME]: pod.nodeName ?? '', [LABEL_POD_UID]: pod.uid, [LABEL_ACTIVE]: 'true', [LABEL_CREATED_BY]: CREATED_BY },
+      labels: {
+        [LABEL_NODE_NAME]: pod.nodeName ?? '', [LABEL_POD_UID]: pod.uid, [LABEL_ACTIVE]: 'true', [LABEL_CREATED_BY]: CREATED_BY,
+        ...(afterPhase ? { [LABEL_AFTER_PHASE]: 'true' } : {}),
+      },
       // Controller reference: garbage-collected with the Pod. No blockOwnerDeletion, which would
       // need permission on pods/finalizers for nothing.
       ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid, controller: true }],
