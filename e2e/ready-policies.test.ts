@@ -57,9 +57,9 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     await deployProject();
     namespace = await createTestNamespace(core, 'ready-policies');
     for (const image of [CLOUD_SQL_IMAGE, FLUENT_BIT_IMAGE]) ctr(['images', 'tag', '--force', BUSYBOX, image]);
-    // Istio's stand-in: asked to quit, it tells the proxy's process, which exits 0 at once.
+    // Istio's stand-in: asked to quit, it answers, and the proxy's process exits 0 right after.
     mkdirSync(TOOLS, { recursive: true });
-    writeFileSync(join(TOOLS, 'pilot-agent'), '#!/bin/sh\necho "pilot-agent $*" > /proc/1/fd/1\nkill -USR1 1\n');
+    writeFileSync(join(TOOLS, 'pilot-agent'), '#!/bin/sh\necho "pilot-agent $*" > /proc/1/fd/1\n(sleep 0.2; kill -USR1 1) >/dev/null 2>&1 &\n');
     chmodSync(join(TOOLS, 'pilot-agent'), 0o755);
   });
   after(async () => {
@@ -140,5 +140,6 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     assert.ok(sqlTerm.atMs >= flushed.atMs, `the Cloud SQL proxy after the log shipper flushed (tier 0, then its ignore-exit-code sidecar)\n${shown}`);
     assert.ok(quitAsked.atMs >= sqlTerm.atMs, `Istio's stop command after the Cloud SQL proxy's stop (tier 1 last)\n${shown}`);
     assert.equal(containerStatus(done, 'istio-proxy')?.state?.terminated?.exitCode, 0, 'quit by its stop command');
+    assert.ok(!events.some((e) => e.includes(EVENT_REASONS.failedStopCommand) || e.includes(EVENT_REASONS.sidecarFailedPod)), events.join('\n'));
   });
 });

@@ -117,6 +117,14 @@ describe('R23: ignore-exit-code sidecars', () => {
     assert.match(phase.condition.message, /ignore-exit-code sidecar "shipper" does not count/);
   });
 
+  it('the shipper\'s exit known to the agent\'s record only (kubelet has not reported it yet): the proxy\'s request still comes before the phase', () => {
+    const pod = makePod({ containers: [main('app', exited(0)), ignoring('shipper'), sidecar('proxy')], annotations: { [ANNOTATION_STOP_LAST]: 'proxy' } });
+    const recorded = request({ containers: [{ name: 'shipper', statusContext: { containerID: 'containerd://shipper-id', restartCount: 0 }, state: { phase: 'Succeeded', exitCode: 143 } }] });
+    const proxyStop = expectKind(decideFor(pod, 'real', [recorded]), 'createRequest');
+    assert.deepEqual(proxyStop.containers, ['proxy']);
+    assert.equal(proxyStop.phaseFollows, true);
+  });
+
   it('OnFailure: kubelet would restart an ignore-exit-code sidecar after a failed exit, so the phase follows its request even before later tiers', () => {
     const pod = makePod({ restartPolicy: 'OnFailure', containers: [main('app', exited(0)), ignoring('shipper'), sidecar('proxy')], annotations: { [ANNOTATION_STOP_LAST]: 'proxy' } });
     assert.deepEqual(expectKind(decideFor(pod), 'createRequest').containers, ['shipper']);

@@ -187,13 +187,19 @@ function stopStep(sidecar: Sidecar): number {
 function phaseBound(facts: Facts, due: readonly Sidecar[], laterSteps: boolean): boolean {
   const { pod } = facts;
   if (!laterSteps) {
-    // The last step: its exits are the Pod's last. An ignore-exit-code sidecar among them, or one
-    // that already failed for good, would make kubelet's phase Failed.
-    return due.some((s) => s.ignoreExitCode) || facts.classification.sidecars.some((s) => s.ignoreExitCode && failedForGood(pod, s.name) !== undefined);
+    // The last step: its exits are the Pod's last. An ignore-exit-code sidecar among them, or an
+    // earlier one not reported exited 0 (its exit may be known to the agent's record only), could
+    // make kubelet's phase Failed.
+    return due.some((s) => s.ignoreExitCode) || facts.classification.sidecars.some((s) => s.ignoreExitCode && !exitedZero(pod, s.name));
   }
   if (!due.every((s) => s.ignoreExitCode)) return false;
   const container = (s: Sidecar) => pod.containers.find((c) => c.name === s.name);
   return due.some((s) => [SIGTERM_EXIT, SIGKILL_EXIT].some((code) => restartAfterExit(container(s), pod.restartPolicy, code) !== 'none'));
+}
+
+function exitedZero(pod: PodProjection, name: string): boolean {
+  const state = statusOf(pod, name)?.state;
+  return state?.kind === 'terminated' && state.exitCode === 0;
 }
 
 /** The exit codes of a stop: the stop signal, or the kill at the end of the grace period. */
