@@ -125,7 +125,8 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     assert.equal(containerStatus(done, 'cloud-sql-proxy')?.state?.terminated?.exitCode, 143, 'its exit code did not fail the Pod');
     const stopping = events.filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.equal(stopping.length, 3, 'tier 0, then the ignore-exit-code sidecar of tier 0, then tier 1');
-    const stoppingOf = (first: string) => stopping.find((e) => e.includes(`stopping sidecar${first === 'istio-proxy' ? 's' : ''} "${first}"`)) ?? '';
+    // The event of the request that stops `name` (others name it among those that follow).
+    const stoppingOf = (name: string) => stopping.find((e) => e.slice(0, e.indexOf(' with ContainerRecreateRequest')).includes(`"${name}"`)) ?? '';
     assert.match(stoppingOf('cloud-sql-proxy'), /"cloud-sql-proxy" \(ClusterSidecarPolicy\/e2e-ready-cloud-sql-proxy\)/);
     assert.match(stoppingOf('istio-proxy'), /phase is set as soon as this request exists/);
 
