@@ -106,7 +106,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
   after(async () => {
     kubectl('delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found');
     injector?.close();
-    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything', 'e2e-author', 'e2e-ignoring']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
+    for (const name of ['e2e-mesh', 'e2e-audit', 'e2e-shadowed', 'e2e-own', 'e2e-injected', 'e2e-quit', 'e2e-tiers', 'e2e-everything', 'e2e-author', 'e2e-ignoring', 'e2e-catch-all']) kubectl('delete', 'clustersidecarpolicy', name, '--ignore-not-found');
     if (namespace) await deleteTestNamespace(core, namespace);
     if (other) await deleteTestNamespace(core, other);
     // Policies, their Pods and namespaces gone: nothing of it may take a part down.
