@@ -32,6 +32,12 @@ export function createControllerMetrics() {
       labelNames: ['policy'] as const,
       registers: [registry],
     }),
+    policyEnforcedPods: new Counter({
+      name: 'sidecar_terminator_controller_policy_enforced_pods_total',
+      help: 'Pods an Enforce sidecar policy had sidecars of stopped, by a request (the controller\'s or the agent\'s) or an image swap (each Pod once), by cluster policy, or by namespace for namespaced ones.',
+      labelNames: ['policy'] as const,
+      registers: [registry],
+    }),
     namespacePoliciesMax: new Gauge({
       name: 'sidecar_terminator_controller_namespace_policies_max',
       help: 'The most SidecarPolicies one namespace holds (valid or not): a namespace\'s editors can create any number unless a ResourceQuota caps them. Which one: kubectl get sidecarpolicies -A.',

@@ -333,9 +333,18 @@ describe('SidecarController: sidecar policies (R54)', () => {
     assert.deepEqual(h.creates(), []);
     const audits = (await h.events()).filter((e) => e.reason === EVENT_REASONS.policyAudit);
     assert.equal(audits.length, 1);
-    assert.match(audits[0]!.message, /would now stop "mesh-proxy" \(SidecarPolicy\/ns\/mesh\) through a ContainerRecreateRequest/);
+    assert.match(audits[0]!.message, /would now stop "mesh-proxy" \(SidecarPolicy\/ns\/mesh, tier 0\) through ContainerRecreateRequests/);
     const counted = (await metrics.policyAuditPods.get()).values.map((v) => `${v.labels.policy}=${v.value}`);
     assert.deepEqual(counted, ['SidecarPolicy/ns=1'], 'namespaced policies are counted by namespace');
+  });
+
+  it('Enforce: each Pod counted once by policy, whatever the requests it takes', async () => {
+    metrics.policyEnforcedPods.reset();
+    const h = harness({ pod: held, policies: [policy('mesh', { containers: [{ name: 'mesh-proxy' }] })] });
+    for (let i = 0; i < 3; i++) await h.controller.reconcile(KEY);
+    assert.equal(h.creates().length, 1);
+    const counted = (await metrics.policyEnforcedPods.get()).values.map((v) => `${v.labels.policy}=${v.value}`);
+    assert.deepEqual(counted, ['ClusterSidecarPolicy/mesh=1']);
   });
 
   it('Audit before Enforce: the first matching policy decides, so the container is only reported; Enforce first: it is stopped, and not reported', async () => {

@@ -13,12 +13,14 @@ import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { NodeKind } from '../rules/classify.ts';
+import { classify } from '../rules/classify.ts';
 import { EVENT_REASONS } from '../api/names.ts';
-import { decide, isSwapRefusal, requestRejectedWarning } from '../rules/decide.ts';
+import { decide, isSwapRefusal, requestRejectedWarning, stopStep } from '../rules/decide.ts';
 import type { CreateRequest, Decision } from '../rules/decision.ts';
 import type { DecisionEvent } from '../rules/events.ts';
 import { EmittedEvents, warning } from '../rules/events.ts';
 import { auditedAsEnforced, policyAuditEvent } from '../rules/policies.ts';
+import { allMainsSucceeded } from '../rules/phase.ts';
 import type { PodProjection } from '../rules/projection.ts';
 import type { SidecarTerminatorOptions } from '../rules/requests.ts';
 import { projectRequest } from '../rules/requests.ts';
@@ -135,7 +137,7 @@ export class SidecarController {
     const context = { requests, nowMs: this.now(), options: this.deps.options };
     const decision = decide(pod, node, context);
     const audited = auditedAsEnforced(pod);
-    if (audited !== pod) this.audit(key, pod, decide(audited, node, context));
+    if (audited !== pod) this.audit(key, pod, audited, decide(audited, node, context));
     this.deps.metrics.decisions.inc({ outcome: outcomeLabel(decision) });
     this.setHeld(key, decision.kind === 'notHandled' ? (decision.holders ?? []).map((h) => h.sidecar.id) : []);
     this.deps.log.debug('decided', { pod: key, node, decision: decision.kind, message: decision.message });
@@ -153,8 +155,10 @@ export class SidecarController {
         // Already there: the node's agent saw the mains exit first (it then gave the event), or a
         // previous leader or try created it; the watch brings it. Look again soon all the same: a
         // request that took the name while naming another Pod re-triggers that Pod, not this one.
-        if (outcome.kind === 'exists') return { requeueAfterMs: EXISTS_RECHECK_MS };
         if (outcome.kind === 'rejected') return this.rejected(key, pod, decision, outcome.message);
+        // Ours or the agent's: a request for these sidecars exists now.
+        this.countEnforced(key, pod, decision.containers);
+        if (outcome.kind === 'exists') return { requeueAfterMs: EXISTS_RECHECK_MS };
         this.deps.metrics.requestsCreated.inc();
         if (decision.retryOf) this.deps.metrics.retries.inc();
         break;
@@ -165,6 +169,7 @@ export class SidecarController {
           metadata: { resourceVersion: pod.resourceVersion }, spec: { containers: decision.swaps.map((s) => ({ name: s.container, image: s.to })) },
         }, 'strategic');
         this.deps.metrics.imagePatches.inc();
+        this.countEnforced(key, pod, decision.swaps.map((s) => s.container));
         break;
       case 'patchPhase':
         await this.deps.client.patch(podPath(pod.namespace, pod.name, 'status'), { metadata: { resourceVersion: pod.resourceVersion }, ...decision.statusPatch }, 'strategic');
@@ -210,17 +215,27 @@ export class SidecarController {
    * Audit mode (R54): what an Audit policy would have done, were it enforced, said once per Pod as
    * an Event and counted by policy; nothing is acted on.
    */
-  private audit(key: string, pod: PodProjection, wouldBe: Decision): void {
+  private audit(key: string, pod: PodProjection, audited: PodProjection, wouldBe: Decision): void {
     if (wouldBe.kind !== 'createRequest' && wouldBe.kind !== 'swapImages') return;
-    const audited = pod.containers.filter((c) => c.auditPolicy && !c.policy);
-    const acting = new Set(wouldBe.kind === 'createRequest' ? wouldBe.containers : wouldBe.swaps.map((s) => s.container));
-    const byPolicy = audited.filter((c) => acting.has(c.name));
+    // Every sidecar the Audit policies mark that still runs, in the order enforcing would stop them.
+    const byPolicy = classify(audited).sidecars
+      .filter((s) => pod.containers.find((c) => c.name === s.name)?.auditPolicy && !pod.statuses.some((st) => st.name === s.name && st.state.kind === 'terminated'))
+      .sort((a, b) => stopStep(a) - stopStep(b));
     if (byPolicy.length === 0) return;
-    const event = policyAuditEvent(byPolicy.map((c) => ({ container: c.name, policy: c.auditPolicy!.policy, stopCommand: c.auditPolicy!.stopCommand !== undefined })), wouldBe.kind);
+    const stops = byPolicy.map((s) => ({ container: s.name, policy: s.markedBy, tier: s.tier, ignoreExitCode: s.ignoreExitCode,
+      stopCommand: pod.containers.find((c) => c.name === s.name)?.auditPolicy?.stopCommand !== undefined }));
+    const event = policyAuditEvent(stops, wouldBe.kind, allMainsSucceeded(pod) ? 'Succeeded' : 'Failed');
     for (const emitted of this.emitted.take(key, pod.uid, [event])) {
       this.deps.events.emit(pod, emitted);
-      const series = new Set(byPolicy.map((c) => policySeries(c.auditPolicy!.policy)));
-      for (const policy of series) this.deps.metrics.policyAuditPods.inc({ policy });
+      for (const policy of new Set(stops.map((s) => policySeries(s.policy)))) this.deps.metrics.policyAuditPods.inc({ policy });
+    }
+  }
+
+  /** Enforce's count beside Audit's: each Pod once per policy whose sidecars a request or swap of ours acts on. */
+  private countEnforced(key: string, pod: PodProjection, containers: readonly string[]): void {
+    const policies = new Set(containers.flatMap((name) => pod.containers.find((c) => c.name === name)?.policy?.policy ?? []).map(policySeries));
+    for (const policy of policies) {
+      if (this.emitted.first(key, pod.uid, `${ENFORCED_COUNT_KEY}/${policy}`)) this.deps.metrics.policyEnforcedPods.inc({ policy });
     }
   }
 
@@ -256,6 +271,9 @@ export class SidecarController {
  * A metric series per cluster policy, but per namespace for namespaced ones: a namespace user may
  * create any number of policies, and must not be able to grow our metrics with them.
  */
+/** The memory of counts made once per Pod, beside its events' keys. */
+const ENFORCED_COUNT_KEY = 'count:policy-enforced';
+
 function policySeries(policy: string): string {
   const parts = policy.split('/');
   return parts.length === 3 ? `${parts[0]}/${parts[1]}` : policy;

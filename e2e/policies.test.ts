@@ -318,7 +318,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
     kubectl('-n', namespace, 'delete', 'job', 'solo', '--wait=false');
   });
 
-  it('R54: audit mode stops nothing and reports each Pod once; switching mode to Enforce releases it', async () => {
+  it('R54: audit mode stops nothing and reports each Pod once; switching mode to Enforce releases it, counted once by the policy', async () => {
     apply(clusterPolicy('e2e-audit', { mode: 'Audit', namespaceSelector: inNamespace(), containers: [{ name: 'audit-proxy' }] }));
     await jobs.runJob(namespace, 'audit', unmarkedJob('audit-proxy'));
     const audit = `Normal ${EVENT_REASONS.policyAudit}:`;
@@ -329,7 +329,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
     await sleep(3_000);
     const events = await podEvents(pod);
     assert.equal(events.filter((e) => e.startsWith(audit)).length, 1, events.join('\n'));
-    assert.match(events.find((e) => e.startsWith(audit))!, /"audit-proxy" \(ClusterSidecarPolicy\/e2e-audit\)/);
+    assert.match(events.find((e) => e.startsWith(audit))!, /"audit-proxy" \(ClusterSidecarPolicy\/e2e-audit, tier 0\)/);
     const fresh = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
     assert.ok(containerStatus(fresh, 'audit-proxy')?.state?.running, 'audit stops nothing');
     const counted = `sidecar_terminator_controller_policy_audit_pods_total{policy="ClusterSidecarPolicy/e2e-audit"}`;
@@ -337,6 +337,8 @@ describe('sidecar policies (R54) on the local cluster', () => {
 
     kubectl('patch', 'clustersidecarpolicy', 'e2e-audit', '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
     assert.equal((await jobs.finishedJob(namespace, 'audit')).type, 'Complete');
+    const enforced = `sidecar_terminator_controller_policy_enforced_pods_total{policy="ClusterSidecarPolicy/e2e-audit"}`;
+    assert.equal(await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, enforced), 1, enforced);
   });
 
   it('R54: a policy that names no mode is in Audit, and the first matching policy decides: a namespace\'s Audit policy before a cluster Enforce one only reports', async () => {
@@ -351,7 +353,7 @@ describe('sidecar policies (R54) on the local cluster', () => {
     }, { description: `a ${EVENT_REASONS.policyAudit} Event`, timeoutMs: 60_000 });
     await sleep(3_000);
     const events = await podEvents(pod);
-    assert.match(events.find((e) => e.startsWith(audit))!, new RegExp(`"shadowed-proxy" \\(SidecarPolicy/${namespace}/team-first\\)`));
+    assert.match(events.find((e) => e.startsWith(audit))!, new RegExp(`"shadowed-proxy" \\(SidecarPolicy/${namespace}/team-first, tier 0\\)`));
     assert.ok(!events.some((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`)), `the cluster policy did not act: ${events.join('\n')}`);
     assert.ok(containerStatus(await core.readNamespacedPod({ namespace, name: pod.metadata!.name! }), 'shadowed-proxy')?.state?.running, 'nothing stopped');
 

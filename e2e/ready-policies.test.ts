@@ -103,9 +103,15 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     const audit = (await podEvents(pod)).filter((e) => e.startsWith(auditEvent));
     t.diagnostic(audit.join('\n'));
     assert.equal(audit.length, 1);
-    for (const [container, policy] of [['vault-agent', 'vault-agent'], ['otc-container', 'telemetry'], ['fluent-bit', 'telemetry']] as const) {
-      assert.match(audit[0]!, new RegExp(`"${container}" \\(ClusterSidecarPolicy/${ours(policy)}\\)`));
-    }
+    // All that enforcing would do, in stop order: tier 0, its ignore-exit-code sidecar, tier 1; then the phase.
+    const order = [
+      ['vault-agent', 'vault-agent', 'tier 0'], ['otc-container', 'telemetry', 'tier 0'], ['fluent-bit', 'telemetry', 'tier 0'],
+      ['cloud-sql-proxy', 'cloud-sql-proxy', 'tier 0, ignore-exit-code'],
+      ['istio-proxy', 'istio', 'tier 1, its stop command first'], ['linkerd-proxy', 'linkerd', 'tier 1'], ['daprd', 'dapr', 'tier 1'],
+    ] as const;
+    const named = order.map(([container, policy, how]) => `"${container}" (ClusterSidecarPolicy/${ours(policy)}, ${how})`);
+    assert.ok(audit[0]!.includes(`would now stop ${named.join(', ')} through ContainerRecreateRequests, in that order.`), audit[0]);
+    assert.match(audit[0]!, /Then the Pod's phase would be set to Succeeded from the main containers, before the exit code of "cloud-sql-proxy" could count/);
     await waitFor(() => {
       const counts = policies.map((p) => kubectl('get', 'clustersidecarpolicy', ours(p.metadata.name), '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.matchedPods}'));
       return counts.every((c) => c === 'True/1') ? counts : undefined;

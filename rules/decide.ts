@@ -174,7 +174,7 @@ function decideOnRealNode(facts: Facts, history: History): Decision {
  * The order of stops on a real node (R53, R23): by tier, and within a tier the sidecars whose exit
  * code counts before the ignore-exit-code ones (whose exit may need the phase written first).
  */
-function stopStep(sidecar: Sidecar): number {
+export function stopStep(sidecar: Sidecar): number {
   return sidecar.tier * 2 + (sidecar.ignoreExitCode ? 1 : 0);
 }
 

@@ -57,18 +57,18 @@ export class EmittedEvents {
 
   /** The events not emitted yet for this Pod; they count as emitted from now on. */
   take(podKey: string, uid: string, events: readonly DecisionEvent[]): DecisionEvent[] {
-    if (events.length === 0) return [];
+    return events.filter((event) => this.first(podKey, uid, event.key));
+  }
+
+  /** Whether this key is new for the Pod (an event, or a count made once per Pod); it is not from now on. */
+  first(podKey: string, uid: string, key: string): boolean {
     let seen = this.byPod.get(podKey);
     if (seen?.uid !== uid) this.byPod.set(podKey, (seen = { uid, keys: new Set() }));
-    const fresh: DecisionEvent[] = [];
-    for (const event of events) {
-      if (seen.keys.has(event.key)) continue;
-      seen.keys.add(event.key);
-      fresh.push(event);
-      // A Set iterates in insertion order: the oldest key goes first.
-      if (seen.keys.size > MAX_KEYS_PER_POD) seen.keys.delete(seen.keys.values().next().value as string);
-    }
-    return fresh;
+    if (seen.keys.has(key)) return false;
+    seen.keys.add(key);
+    // A Set iterates in insertion order: the oldest key goes first.
+    if (seen.keys.size > MAX_KEYS_PER_POD) seen.keys.delete(seen.keys.values().next().value as string);
+    return true;
   }
 
   forget(podKey: string): void {

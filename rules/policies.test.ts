@@ -260,14 +260,29 @@ describe('R54: which policy marks which container', () => {
     assert.equal(auditedAsEnforced(plain), plain, 'no audit marker: the same object (no second decision)');
   });
 
+  it('the audit Event says all that enforcing would do: every sidecar in stop order, with its tier and command, and the phase', () => {
+    const stops = [
+      { container: 'shipper', policy: 'ClusterSidecarPolicy/logs', tier: 0, ignoreExitCode: false, stopCommand: false },
+      { container: 'sql', policy: 'ClusterSidecarPolicy/sql', tier: 0, ignoreExitCode: true, stopCommand: false },
+      { container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', tier: 1, ignoreExitCode: false, stopCommand: true },
+    ];
+    assert.equal(policyAuditEvent(stops, 'createRequest', 'Succeeded').message,
+      'Audit: the main containers are done and the policies would now stop "shipper" (ClusterSidecarPolicy/logs, tier 0), ' +
+      '"sql" (ClusterSidecarPolicy/sql, tier 0, ignore-exit-code), "istio-proxy" (ClusterSidecarPolicy/mesh, tier 1, its stop command first) ' +
+      'through ContainerRecreateRequests, in that order. Then the Pod\'s phase would be set to Succeeded from the main containers, ' +
+      'before the exit code of "sql" could count. Nothing was stopped: the policy is in mode Audit; set spec.mode to Enforce to act.');
+    assert.doesNotMatch(policyAuditEvent(stops.slice(0, 1), 'createRequest', 'Succeeded').message, /phase/, 'no ignore-exit-code sidecar: kubelet sets the phase');
+  });
+
   it('a cluster policy\'s stop command reaches the container it marks, from Enforce policies only; stopCommandsOf names the policy', () => {
     const quit = ['pilot-agent', 'request', 'POST', 'quitquitquit'];
     const enforced = applyPolicies(projectPod(meshPod()), {}, [policy('mesh', { containers: [{ name: 'istio-proxy', stopCommand: quit }] })]);
     assert.deepEqual([...stopCommandsOf(enforced)], [['istio-proxy', { command: quit, policy: 'ClusterSidecarPolicy/mesh' }]]);
     const audited = applyPolicies(projectPod(meshPod()), {}, [policy('mesh', { mode: 'Audit', containers: [{ name: 'istio-proxy', stopCommand: quit }] })]);
     assert.deepEqual([...stopCommandsOf(audited)], [], 'an Audit policy runs nothing');
-    assert.match(policyAuditEvent([{ container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', stopCommand: true }], 'createRequest').message, /\(ClusterSidecarPolicy\/mesh, its stop command first\)/);
-    assert.doesNotMatch(policyAuditEvent([{ container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', stopCommand: true }], 'swapImages').message, /stop command/, 'a swap runs no command');
+    const istio = { container: 'istio-proxy', policy: 'ClusterSidecarPolicy/mesh', tier: 1, ignoreExitCode: false, stopCommand: true };
+    assert.match(policyAuditEvent([istio], 'createRequest').message, /\(ClusterSidecarPolicy\/mesh, tier 1, its stop command first\)/);
+    assert.doesNotMatch(policyAuditEvent([istio], 'swapImages').message, /stop command/, 'a swap runs no command');
     const own = withLabels(makePod({ containers: [main('app', exited(0)), sidecar('istio-proxy')] }), {});
     assert.deepEqual([...stopCommandsOf(applyPolicies(projectPod(own), {}, [policy('mesh', { containers: [{ name: 'istio-proxy', stopCommand: quit }] })]))], [],
       'the Pod\'s own marker wins, the policy\'s command with it');

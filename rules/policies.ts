@@ -570,16 +570,36 @@ export function policyMayYetMark(pod: PodProjection): boolean {
   return (pod.restartPolicy === 'Never' || pod.restartPolicy === 'OnFailure') && pod.phase !== 'Succeeded' && pod.phase !== 'Failed';
 }
 
-/** The one Event per Pod of audit mode: which containers which policies would have stopped, and how. */
-export function policyAuditEvent(matches: readonly { container: string; policy: string; stopCommand?: boolean }[], action: 'createRequest' | 'swapImages'): DecisionEvent {
-  const how = action === 'createRequest' ? 'through a ContainerRecreateRequest' : 'by swapping its image';
-  // A swap runs no command: there is no agent to run it.
-  const commandFirst = (m: { stopCommand?: boolean }) => (m.stopCommand && action === 'createRequest' ? ', its stop command first' : '');
-  const what = matches.map((m) => `"${m.container}" (${m.policy}${commandFirst(m)})`).join(', ');
+/** A sidecar an Audit policy would stop, where it comes in the stop order (R53, R23). */
+export interface AuditedStop {
+  container: string;
+  policy: string;
+  tier: number;
+  ignoreExitCode: boolean;
+  stopCommand: boolean;
+}
+
+/**
+ * The one Event per Pod of audit mode: all that enforcing would do. On a real node every sidecar the
+ * Audit policies mark, in stop order (`stops` comes sorted), with its tier and command, and the phase
+ * it would set; elsewhere the images it would swap.
+ */
+export function policyAuditEvent(stops: readonly AuditedStop[], action: 'createRequest' | 'swapImages', phaseFromMains?: 'Succeeded' | 'Failed'): DecisionEvent {
+  const request = action === 'createRequest';
+  const what = stops.map((s) => {
+    // A swap runs no command: there is no agent to run it.
+    const how = [...(request ? [`tier ${s.tier}`] : []), ...(s.ignoreExitCode ? ['ignore-exit-code'] : []), ...(s.stopCommand && request ? ['its stop command first'] : [])];
+    return `"${s.container}" (${s.policy}${how.length > 0 ? `, ${how.join(', ')}` : ''})`;
+  }).join(', ');
+  const ignoring = stops.filter((s) => s.ignoreExitCode).map((s) => `"${s.container}"`);
+  const phase = phaseFromMains && ignoring.length > 0
+    ? ` Then the Pod's phase would be set to ${phaseFromMains} from the main containers, before the exit code of ${ignoring.join(', ')} could count.`
+    : '';
   return normal(
     EVENT_REASONS.policyAudit,
     EVENT_REASONS.policyAudit,
-    `Audit: the main containers are done and the policy would now stop ${what} ${how}. Nothing was stopped: ` +
-      'the policy is in mode Audit; set spec.mode to Enforce to act.',
+    `Audit: the main containers are done and the policies would now stop ${what} ` +
+      `${request ? 'through ContainerRecreateRequests, in that order' : 'by swapping their images, all at once'}.${phase} ` +
+      'Nothing was stopped: the policy is in mode Audit; set spec.mode to Enforce to act.',
   );
 }
