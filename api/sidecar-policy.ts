@@ -27,10 +27,30 @@ export interface PolicyCondition {
   observedGeneration?: number;
 }
 
+/** A Pod a policy acted on (Enforce), or would have (Audit), and when. */
+export interface ActedOnPod {
+  namespace: string;
+  name: string;
+  time: string;
+}
+
+/** The last Pods kept in a policy's status, per mode. */
+export const MAX_RECENT_PODS = 5;
+
+/** The Pods a policy acted on in one mode: how many, and the last few (newest first, MAX_RECENT_PODS). */
+export interface ActedOnPods {
+  pods: number;
+  recent: ActedOnPod[];
+}
+
 /** What the controller writes to a policy's status. */
 export interface SidecarPolicyStatus {
   observedGeneration?: number;
   /** Pods in which the policy marks a container, among the Pods the controller watches now. */
   matchedPods?: number;
+  /** Pods whose sidecars the policy would have stopped in Audit (each once), and the last few. */
+  audit?: ActedOnPods;
+  /** Pods whose sidecars the policy had stopped in Enforce (each once), and the last few. */
+  enforce?: ActedOnPods;
   conditions?: PolicyCondition[];
 }

@@ -26,7 +26,7 @@ import { SidecarController } from './sidecar-controller.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { checkSelectors, NodeKinds } from './node-kinds.ts';
 import { DEFAULT_OPTIONS } from '../rules/requests.ts';
-import { invalidPolicies, mostPoliciesInANamespace, POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
+import { ActedOnLog, invalidPolicies, mostPoliciesInANamespace, POLICY_STATUS_INTERVAL_MS, writePolicyStatuses } from './policy-status.ts';
 
 /** The controller's events that may wait to be sent: a wave's worth, about 20 MiB at most. */
 export const CONTROLLER_EVENTS_WAITING = 10_000;
@@ -118,8 +118,9 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     cachedRequest: (namespace, name) => cache.request(namespace, name),
     onAction: (action) => metrics.requestActions.inc({ action }),
   });
+  const actedOn = new ActedOnLog();
   const sidecarController: SidecarController = new SidecarController({
-    client, log, metrics,
+    client, log, metrics, actedOn,
     cachedPod: (key) => cache.pod(key),
     requestsForPod: (namespace, uid) => cache.requestsForPod(namespace, uid),
     withPolicies: (pod) => (cache.policyStore.isSynced() ? cache.policies.apply(pod) : undefined),
@@ -156,7 +157,7 @@ function startLoops(client: KubeApi, config: ControllerConfig, metrics: Controll
     metrics.namespacePoliciesMax.set(mostPoliciesInANamespace(cache.policyStore.all()));
     for (const [kind, count] of Object.entries(invalidPolicies(cache.policyStore.all()))) metrics.invalidPolicies.set({ kind }, count);
     writingStatuses = true;
-    const deps = { client, log, policies: () => cache.policyStore.all(), matchedPods: () => sidecarController.matchedPods() };
+    const deps = { client, log, policies: () => cache.policyStore.all(), matchedPods: () => sidecarController.matchedPods(), actedOn };
     void writePolicyStatuses(deps, new Date(apiClock.now()).toISOString()).finally(() => (writingStatuses = false));
   }, POLICY_STATUS_INTERVAL_MS);
   const resync = setInterval(() => {

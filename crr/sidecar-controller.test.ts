@@ -11,6 +11,7 @@ import { apiError, FakeKubeApi, networkError } from '../test/support/fake-api.ts
 import { podPath, resourcePath } from '../common/kube/paths.ts';
 import { createLogger } from '../common/log.ts';
 import { createControllerMetrics } from './metrics.ts';
+import { ActedOnLog } from './policy-status.ts';
 import { EXISTS_RECHECK_MS, isRejection, NODE_NOT_FOUND_RETRY_MS, POLICIES_UNREAD_WAIT_MS, REJECTED_RETRY_MS, SidecarController } from './sidecar-controller.ts';
 import { ANNOTATION_SIDECARS, CONDITION_SIDECAR_TERMINATED, EVENT_REASONS } from '../api/names.ts';
 import type { NodeKind } from '../rules/classify.ts';
@@ -50,8 +51,10 @@ function harness(o: HarnessOptions = {}) {
   const cache: { pod?: PodProjection; requests?: ContainerRecreateRequest[] } = {};
   const urgent = new UrgentWrites();
   const recorder = new EventRecorder(api, 'sidecar-terminator', log, { urgent });
+  const actedOn = new ActedOnLog();
   const controller = new SidecarController({
     client: api,
+    actedOn,
     cachedPod: () => ({ pod: cache.pod ?? projectPod(api.object<V1Pod>(POD)!), receivedAtMs: NOW }),
     requestsForPod: (namespace, uid) => (cache.requests ?? api.list<ContainerRecreateRequest>(requestPath(namespace)))
       .filter((r) => requestPodUids(r).includes(uid)),
@@ -70,7 +73,7 @@ function harness(o: HarnessOptions = {}) {
   };
   const reasons = async () => (await events()).map((e) => `${e.type} ${e.reason}`);
   const creates = () => api.calls.filter((c) => c.method === 'create' && c.path === REQUESTS);
-  return { api, controller, cache, events, reasons, creates, recorder };
+  return { api, controller, cache, events, reasons, creates, recorder, actedOn };
 }
 
 describe('isRejection (R17)', () => {
@@ -336,6 +339,7 @@ describe('SidecarController: sidecar policies (R54)', () => {
     assert.match(audits[0]!.message, /would now stop "mesh-proxy" \(SidecarPolicy\/ns\/mesh, tier 0\) through ContainerRecreateRequests/);
     const counted = (await metrics.policyAuditPods.get()).values.map((v) => `${v.labels.policy}=${v.value}`);
     assert.deepEqual(counted, ['SidecarPolicy/ns=1'], 'namespaced policies are counted by namespace');
+    assert.equal(h.actedOn.pendingFor('SidecarPolicy/ns/mesh')?.audit?.pods, 1, 'each policy\'s status by the policy itself');
   });
 
   it('Enforce: each Pod counted once by policy, whatever the requests it takes', async () => {
@@ -345,6 +349,7 @@ describe('SidecarController: sidecar policies (R54)', () => {
     assert.equal(h.creates().length, 1);
     const counted = (await metrics.policyEnforcedPods.get()).values.map((v) => `${v.labels.policy}=${v.value}`);
     assert.deepEqual(counted, ['ClusterSidecarPolicy/mesh=1']);
+    assert.deepEqual(h.actedOn.pendingFor('ClusterSidecarPolicy/mesh'), { enforce: { pods: 1, recent: [{ namespace: 'ns', name: 'job-pod', time: new Date(NOW).toISOString() }] } }, 'for the policy\'s status');
   });
 
   it('Audit before Enforce: the first matching policy decides, so the container is only reported; Enforce first: it is stopped, and not reported', async () => {

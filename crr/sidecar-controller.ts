@@ -12,6 +12,7 @@ import type { Logger } from '../common/log.ts';
 import { errorMessage, statusCode } from '../common/log.ts';
 import type { QueueResult } from '../common/queue.ts';
 import type { ControllerMetrics } from './metrics.ts';
+import type { ActedOnLog } from './policy-status.ts';
 import type { NodeKind } from '../rules/classify.ts';
 import { classify } from '../rules/classify.ts';
 import { EVENT_REASONS } from '../api/names.ts';
@@ -75,6 +76,8 @@ export interface SidecarControllerDeps {
   /** The request creates: the events hold back while any is in flight (a wave's creates go first). */
   creates: UrgentWrites;
   metrics: ControllerMetrics;
+  /** Where the Pods each policy acted on (or would have) go, for its status. */
+  actedOn: Pick<ActedOnLog, 'record'>;
   options: SidecarTerminatorOptions;
   log: Logger;
   now?: Clock;
@@ -227,15 +230,20 @@ export class SidecarController {
     const event = policyAuditEvent(stops, wouldBe.kind, allMainsSucceeded(pod) ? 'Succeeded' : 'Failed');
     for (const emitted of this.emitted.take(key, pod.uid, [event])) {
       this.deps.events.emit(pod, emitted);
-      for (const policy of new Set(stops.map((s) => policySeries(s.policy)))) this.deps.metrics.policyAuditPods.inc({ policy });
+      const policies = new Set(stops.map((s) => s.policy));
+      for (const policy of new Set([...policies].map(policySeries))) this.deps.metrics.policyAuditPods.inc({ policy });
+      for (const policy of policies) this.deps.actedOn.record(policy, 'audit', pod, new Date(this.now()).toISOString());
     }
   }
 
-  /** Enforce's count beside Audit's: each Pod once per policy whose sidecars a request or swap of ours acts on. */
+  /** Enforce's counts beside Audit's: each Pod once per policy whose sidecars a request or swap acts on. */
   private countEnforced(key: string, pod: PodProjection, containers: readonly string[]): void {
-    const policies = new Set(containers.flatMap((name) => pod.containers.find((c) => c.name === name)?.policy?.policy ?? []).map(policySeries));
+    const policies = new Set(containers.flatMap((name) => pod.containers.find((c) => c.name === name)?.policy?.policy ?? []));
     for (const policy of policies) {
-      if (this.emitted.first(key, pod.uid, `${ENFORCED_COUNT_KEY}/${policy}`)) this.deps.metrics.policyEnforcedPods.inc({ policy });
+      if (this.emitted.first(key, pod.uid, `${ENFORCED_COUNT_KEY}/status/${policy}`)) this.deps.actedOn.record(policy, 'enforce', pod, new Date(this.now()).toISOString());
+    }
+    for (const series of new Set([...policies].map(policySeries))) {
+      if (this.emitted.first(key, pod.uid, `${ENFORCED_COUNT_KEY}/metric/${series}`)) this.deps.metrics.policyEnforcedPods.inc({ policy: series });
     }
   }
 

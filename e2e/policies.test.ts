@@ -335,10 +335,20 @@ describe('sidecar policies (R54) on the local cluster', () => {
     const counted = `sidecar_terminator_controller_policy_audit_pods_total{policy="ClusterSidecarPolicy/e2e-audit"}`;
     assert.ok(await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, counted) >= 1, counted);
 
+    // The policy's status keeps the count and the Pod, with its time: the command docs/policies.md gives.
+    const recent = () => kubectl('get', 'clustersidecarpolicy', 'e2e-audit', '-o', 'jsonpath={range .status.audit.recent[*]}{.namespace}/{.name} {.time}{"\\n"}{end}');
+    const podName = fresh.metadata!.name!;
+    await waitFor(() => recent().includes(`${namespace}/${podName} `) || undefined, { description: 'the audited Pod in the policy\'s status', timeoutMs: 30_000 });
+    const [header, row] = kubectl('get', 'clustersidecarpolicy', 'e2e-audit').split('\n');
+    // Columns start where their headers do.
+    assert.equal(row!.slice(header!.indexOf('AUDITED')).split(/\s+/)[0], '1', `kubectl get shows the count:\n${header}\n${row}`);
+
     kubectl('patch', 'clustersidecarpolicy', 'e2e-audit', '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
     assert.equal((await jobs.finishedJob(namespace, 'audit')).type, 'Complete');
     const enforced = `sidecar_terminator_controller_policy_enforced_pods_total{policy="ClusterSidecarPolicy/e2e-audit"}`;
     assert.equal(await podMetric(await controllerLeader(), CONTROLLER_METRICS_PORT, enforced), 1, enforced);
+    await waitFor(() => kubectl('get', 'clustersidecarpolicy', 'e2e-audit', '-o', 'jsonpath={.status.audit.pods}/{.status.enforce.pods}') === '1/1' || undefined,
+      { description: 'one Pod audited, then one enforced, in the policy\'s status', timeoutMs: 30_000 });
   });
 
   it('R54: a policy that names no mode is in Audit, and the first matching policy decides: a namespace\'s Audit policy before a cluster Enforce one only reports', async () => {

@@ -112,10 +112,11 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     const named = order.map(([container, policy, how]) => `"${container}" (ClusterSidecarPolicy/${ours(policy)}, ${how})`);
     assert.ok(audit[0]!.includes(`would now stop ${named.join(', ')} through ContainerRecreateRequests, in that order.`), audit[0]);
     assert.match(audit[0]!, /Then the Pod's phase would be set to Succeeded from the main containers, before the exit code of "cloud-sql-proxy" could count/);
+    const statuses = (fields: string) => policies.map((p) => kubectl('get', 'clustersidecarpolicy', ours(p.metadata.name), '-o', `jsonpath=${fields}`));
     await waitFor(() => {
-      const counts = policies.map((p) => kubectl('get', 'clustersidecarpolicy', ours(p.metadata.name), '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.matchedPods}'));
-      return counts.every((c) => c === 'True/1') ? counts : undefined;
-    }, { description: 'every ready policy Ready, marking (auditing) the Pod', timeoutMs: 30_000 });
+      const counts = statuses('{.status.conditions[?(@.type=="Ready")].status}/{.status.matchedPods}/{.status.audit.pods}');
+      return counts.every((c) => c === 'True/1/1') ? counts : undefined;
+    }, { description: 'every ready policy Ready, marking (auditing) the Pod, and counting it audited', timeoutMs: 30_000 });
     const held = await core.readNamespacedPod({ namespace, name: pod.metadata!.name! });
     for (const name of ['istio-proxy', 'cloud-sql-proxy', 'vault-agent']) assert.ok(containerStatus(held, name)?.state?.running, `${name}: Audit stops nothing`);
 
@@ -150,6 +151,10 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     assert.ok(quitAsked.atMs >= sqlTerm.atMs, `Istio's stop command after the Cloud SQL proxy's stop (tier 1 last)\n${shown}`);
     assert.ok(quit.atMs >= quitAsked.atMs, `Istio's stop command before its end\n${shown}`);
     assert.equal(containerStatus(done, 'istio-proxy')?.state?.terminated?.exitCode, 0, 'quit by its stop command');
+    await waitFor(() => {
+      const counts = statuses('{.status.audit.pods}/{.status.enforce.pods}');
+      return counts.every((c) => c === '1/1') ? counts : undefined;
+    }, { description: 'every ready policy counting the Pod audited, then enforced', timeoutMs: 30_000 });
     assert.ok(!events.some((e) => e.includes(EVENT_REASONS.failedStopCommand) || e.includes(EVENT_REASONS.sidecarFailedPod)), events.join('\n'));
   });
 });

@@ -1,8 +1,8 @@
 // Sidecar policies (R54): containers made sidecars by a cluster-wide or namespace-wide rule instead of
 // a marker in every Pod, for the sidecars a webhook injects. Parsed and bounded here, matched here;
 // the Pod's own markers always win over any policy.
-import type { SidecarPolicyStatus } from '../api/sidecar-policy.ts';
-import { CLUSTER_POLICY_KIND, clusterPolicyPath, NAMESPACED_POLICY_KIND, namespacedPolicyPath, POLICY_CONDITION_READY, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
+import type { ActedOnPods, SidecarPolicyStatus } from '../api/sidecar-policy.ts';
+import { CLUSTER_POLICY_KIND, clusterPolicyPath, MAX_RECENT_PODS, NAMESPACED_POLICY_KIND, namespacedPolicyPath, POLICY_CONDITION_READY, POLICY_CONDITION_VALID } from '../api/sidecar-policy.ts';
 import type { PolicyScope } from '../common/policy-store.ts';
 import { EVENT_REASONS } from '../api/names.ts';
 import type { DecisionEvent } from './events.ts';
@@ -85,6 +85,8 @@ export interface WatchedPolicy {
   namespace?: string;
   name: string;
   generation?: number;
+  /** The object's version: a status write that adds to its counts is made against it (a conflict waits for the next round). */
+  resourceVersion?: string;
   parsed: ParsedPolicy;
   status: SidecarPolicyStatus;
 }
@@ -97,6 +99,7 @@ export function watchedPolicy(object: unknown, scope: PolicyScope): WatchedPolic
     ...(scope === 'namespaced' ? { namespace: String(meta.namespace ?? '') } : {}),
     name: String(meta.name ?? ''),
     ...(typeof meta.generation === 'number' ? { generation: meta.generation } : {}),
+    ...(typeof meta.resourceVersion === 'string' ? { resourceVersion: meta.resourceVersion.slice(0, 64) } : {}),
     parsed: parsePolicy(object, scope),
     status: keptStatus(o.status),
   };
@@ -105,11 +108,23 @@ export function watchedPolicy(object: unknown, scope: PolicyScope): WatchedPolic
 /** The status as we write it, for telling whether it needs writing again; anything else in it is not kept. */
 function keptStatus(status: SidecarPolicyStatus | undefined): SidecarPolicyStatus {
   const ours = [POLICY_CONDITION_VALID, POLICY_CONDITION_READY].flatMap((type) => status?.conditions?.find((c) => c.type === type) ?? []);
+  const audit = keptActedOn(status?.audit);
+  const enforce = keptActedOn(status?.enforce);
   return {
     ...(typeof status?.observedGeneration === 'number' ? { observedGeneration: status.observedGeneration } : {}),
     ...(typeof status?.matchedPods === 'number' ? { matchedPods: status.matchedPods } : {}),
+    ...(audit ? { audit } : {}),
+    ...(enforce ? { enforce } : {}),
     ...(ours.length > 0 ? { conditions: ours.map((c) => ({ ...c, message: String(c.message).slice(0, 1024) })) } : {}),
   };
+}
+
+/** The count and the last few Pods, as written: bounded whatever the object holds. */
+function keptActedOn(acted: ActedOnPods | undefined): ActedOnPods | undefined {
+  if (typeof acted?.pods !== 'number') return undefined;
+  const recent = (Array.isArray(acted.recent) ? acted.recent : []).slice(0, MAX_RECENT_PODS)
+    .map((p) => ({ namespace: String(p?.namespace ?? '').slice(0, 63), name: String(p?.name ?? '').slice(0, 253), time: String(p?.time ?? '').slice(0, 64) }));
+  return { pods: acted.pods, recent };
 }
 
 /** What a policy says, as text: a status write does not change it; an invalid one says nothing. */

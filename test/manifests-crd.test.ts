@@ -143,9 +143,10 @@ describe('the sidecar policy CRDs', () => {
       assert.deepEqual(missing, [], `properties without a description: ${missing.join(', ')}`);
     });
 
-    it(`${file}: kubectl get shows whether it is Ready, and why not`, () => {
+    it(`${file}: kubectl get shows whether it is Ready, and why not, and how many Pods it audited and acted on`, () => {
       const columns = policyCrd.spec.versions[0]!.additionalPrinterColumns ?? [];
-      assert.deepEqual(columns.map((c) => c.name), ['Mode', 'Valid', 'Ready', 'Matched', 'Age', 'Message']);
+      assert.deepEqual(columns.map((c) => c.name), ['Mode', 'Valid', 'Ready', 'Matched', 'Audited', 'Enforced', 'Age', 'Message']);
+      assert.deepEqual(columns.filter((c) => c.name === 'Audited' || c.name === 'Enforced').map((c) => c.jsonPath), ['.status.audit.pods', '.status.enforce.pods']);
       assert.equal(columns.find((c) => c.name === 'Message')!.jsonPath, '.status.conditions[?(@.type=="Ready")].message');
     });
   }

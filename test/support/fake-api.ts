@@ -9,7 +9,7 @@
 //   merge patch as RFC 7386 (null removes); strategic merge patch the same, except that lists of
 //   objects are merged by `name` (containers, container statuses) or `type` (conditions); a patch
 //   that changes nothing keeps the resourceVersion;
-// - the status subresource (Pods, Nodes, requests): a write to `.../status` changes only `status`,
+// - the status subresource (Pods, Nodes, requests, sidecar policies): a write to `.../status` changes only `status`,
 //   a write to the object everything but `status`;
 // - delete: 404 when absent, preconditions (uid, resourceVersion) → 409, an object with finalizers
 //   gets a deletionTimestamp and goes once a write leaves it with none;
@@ -66,7 +66,7 @@ interface Meta {
 type Obj = Record<string, unknown> & { metadata?: Meta };
 
 /** The resources whose status is written through `.../status` only. */
-const STATUS_SUBRESOURCE = new Set(['pods', 'nodes', 'containerrecreaterequests']);
+const STATUS_SUBRESOURCE = new Set(['pods', 'nodes', 'containerrecreaterequests', 'clustersidecarpolicies', 'sidecarpolicies']);
 
 const REASONS: Record<number, string> = {
   400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Expired', 422: 'Invalid',
