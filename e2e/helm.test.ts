@@ -234,9 +234,12 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/default')), rendered));
   });
 
-  it(`on 1.27 to 1.29 (${versions.K8S_OLDEST}, admissionPolicies.enabled=false): manifests/base, no policy and no create permission for the agent`, () => {
-    const rendered = template(NAMESPACE, '--kube-version', versions.K8S_OLDEST!, '--set', 'admissionPolicies.enabled=false');
+  it(`on 1.27 to 1.29 (${versions.K8S_OLDEST}, the policy API not served): manifests/base, no policy and no create permission for the agent, by default`, () => {
+    const rendered = parseAll(helm('template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', versions.K8S_OLDEST!));
     assertSameObjects(rendered, asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), rendered));
+    // false: none, even where the API serves them (template() passes the policy API).
+    const off = template(NAMESPACE, '--kube-version', versions.K8S_OLDEST!, '--set', 'admissionPolicies.enabled=false');
+    assertSameObjects(off, asHelmRendersThem(kustomize(join(ROOT, 'manifests/base')), off));
   });
 
   it('with the monitoring values: manifests/default with the manifests/optional component', () => {
@@ -433,9 +436,16 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.equal(firstContainer(whole).volumeMounts?.find((m) => m.name === 'host-run')?.mountPath, '/host/var/run');
   });
 
-  it('refuses what cannot work: an empty image repository, the admission policies without their API, several controllers without leader election, bad values (values.schema.json)', () => {
+  it('admissionPolicies.enabled: auto installs them where the API serves them; true forces them; anything else is refused', () => {
+    const policies = (...args: string[]) => parseAll(helm('template', RELEASE, CHART, ...args)).filter((o) => o.kind === 'ValidatingAdmissionPolicy').length;
+    assert.equal(policies(), 0, 'helm template without --api-versions: not served');
+    assert.equal(policies('--api-versions', VAP_API), 4);
+    assert.equal(policies('--set', 'admissionPolicies.enabled=true'), 4, 'true: for a 1.30+ cluster, whatever helm template knows');
+    assert.throws(() => helm('template', RELEASE, CHART, '--set-string', 'admissionPolicies.enabled=yes'), /admissionPolicies\/enabled/);
+  });
+
+  it('refuses what cannot work: an empty image repository, several controllers without leader election, bad values (values.schema.json)', () => {
     assert.throws(() => helm('template', RELEASE, CHART, '--api-versions', VAP_API, '--set', 'image.repository='), /image.repository is empty: leave it unset for the released image/);
-    assert.throws(() => helm('template', RELEASE, CHART), /admissionPolicies.enabled: this API server does not serve/);
     assert.throws(() => template(NAMESPACE, '--set', 'agent.runtime=rkt'), /runtime/);
     assert.throws(() => template(NAMESPACE, '--set', 'controller.leaderElect=false'), /needs controller.replicas: 1/);
     assert.throws(() => template(NAMESPACE, '--set', 'settings.requestTTLSeconds=0'), /requestTTLSeconds/);
@@ -443,10 +453,10 @@ describe('the Helm chart, rendered: the kustomize objects', () => {
     assert.throws(() => template(NAMESPACE, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.services=false'), /needs metrics.services/);
   });
 
-  it('passes helm lint --strict, with the defaults and with the values the cluster test uses (lint cannot be given the policy API)', () => {
-    const noPolicyApi = ['--set', 'admissionPolicies.enabled=false'];
-    helm('lint', '--strict', CHART, ...noPolicyApi);
-    helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'), ...noPolicyApi);
+  it('passes helm lint --strict and helm template, with the defaults and with the values the cluster test uses', () => {
+    helm('lint', '--strict', CHART);
+    helm('template', RELEASE, CHART);
+    helm('lint', '--strict', CHART, '--namespace', RELEASE_NAMESPACE, ...clusterValues('/tmp/sidecar-terminator-cluster'));
   });
 });
 
@@ -458,7 +468,7 @@ function clusterValues(dir = clusterEnv().clusterDir, extra: Record<string, stri
   const values: Record<string, string> = {
     nameOverride: NAME_OVERRIDE,
     fullnameOverride: PREFIX,
-    'admissionPolicies.enabled': String(versionFeatures().admissionPolicies),
+    // admissionPolicies.enabled stays auto: the install detects the policy API (asserted below).
     // The cluster's containerd socket lives in its state directory, not the host's /run.
     'agent.runtimeSocketHostPath': `${dir}/containerd/containerd.sock`,
     'settings.sidecarStartTimeoutSeconds': '15',
@@ -628,7 +638,9 @@ describe('the Helm chart on the cluster: install, upgrade, uninstall', () => {
       for (const archive of [release.image, release.quickExit]) ctr(['images', 'import', archive], socket);
     }
     installed = true; // from here on, after() uninstalls whatever an install left
-    helmOnCluster('install', RELEASE, release.chart, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
+    const notes = helmOnCluster('install', RELEASE, release.chart, '--namespace', RELEASE_NAMESPACE, '--create-namespace', ...clusterValues(), '--wait', '--timeout', '5m');
+    // admissionPolicies.enabled is auto: the notes say what the install found.
+    assert.match(notes, features.admissionPolicies ? /Admission policies: installed/ : /Admission policies: not installed: this API server does not serve/);
     rolledOut();
     await leaderHeld();
     const status = JSON.parse(helmOnCluster('status', RELEASE, '--namespace', RELEASE_NAMESPACE, '-o', 'json')) as { info: { status: string }; version: number };

@@ -364,11 +364,13 @@ describe('the Helm chart, rendered by helm template', { skip: NO_HELM }, () => {
     for (const p of narrowed) assert.deepEqual(p.spec!.egress, [{ to: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] }]);
   });
 
-  it('says so when the API server does not serve the admission policies, unless they are turned off', () => {
-    const withoutApi = (...args: string[]) => execFileSync(HELM, ['template', 'st', CHART, '--set', 'image.repository=r', ...args],
+  it('installs the admission policies where the API server serves them (auto), and as told otherwise', () => {
+    const render = (...args: string[]) => execFileSync(HELM, ['template', 'st', CHART, '--set', 'image.repository=r', ...args],
       { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    assert.throws(() => withoutApi(), (err: { stderr?: string }) => /admissionPolicies\.enabled: this API server does not serve admissionregistration\.k8s\.io\/v1 ValidatingAdmissionPolicy .* set admissionPolicies\.enabled=false .* pass --api-versions admissionregistration\.k8s\.io\/v1\/ValidatingAdmissionPolicy/.test(err.stderr ?? ''));
-    assert.doesNotMatch(withoutApi('--set', 'admissionPolicies.enabled=false'), /ValidatingAdmissionPolicy|agent-requests/);
+    assert.doesNotMatch(render(), /ValidatingAdmissionPolicy|agent-requests/, 'not served: left out, and the release notes say so');
+    assert.match(render('--api-versions', 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy'), /kind: ValidatingAdmissionPolicy\n[\s\S]*agent-requests/);
+    assert.match(render('--set', 'admissionPolicies.enabled=true'), /kind: ValidatingAdmissionPolicy\n/);
+    assert.doesNotMatch(render('--api-versions', 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy', '--set', 'admissionPolicies.enabled=false'), /ValidatingAdmissionPolicy|agent-requests/);
   });
 
   it("runs the released image of the chart's version by default, as the kustomize base does; an empty repository is refused", () => {

@@ -180,3 +180,18 @@ metricRelabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{- /*
+"true" when the admission policies are installed: admissionPolicies.enabled auto (the default)
+where the API server, or helm template's --api-versions, serves ValidatingAdmissionPolicy v1
+(Kubernetes 1.30+); true or false whatever it serves.
+*/ -}}
+{{- define "sidecar-terminator.admissionPolicies" -}}
+{{- $wanted := toString .Values.admissionPolicies.enabled -}}
+{{- if not (has $wanted (list "auto" "true" "false")) -}}
+{{- fail (printf "admissionPolicies.enabled is %q: auto, true or false" $wanted) -}}
+{{- end -}}
+{{- if or (eq $wanted "true") (and (eq $wanted "auto") (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")) -}}
+true
+{{- end -}}
+{{- end -}}
