@@ -65,6 +65,8 @@ export interface AgentPod {
   readiness?: { status: string; sinceMs: number };
   /** The controller set the Pod's phase (condition SidecarTerminated=True): what still runs is ours to stop (R45). */
   phaseSetBySidecarTerminator?: boolean;
+  /** When it did (the condition's lastTransitionTime, whole seconds, the API server's clock). */
+  phaseSetAtMs?: number;
 }
 
 /**
@@ -94,12 +96,18 @@ export function projectAgentPod(pod: V1Pod, o: { wholeHooks?: boolean } = {}): A
       ...restartOf(c),
     })),
     statuses: (pod.status?.containerStatuses ?? []).map(projectStatus),
-    phaseSetBySidecarTerminator: pod.status?.conditions?.some((c) => c.type === CONDITION_SIDECAR_TERMINATED && c.status === 'True') ?? false,
+    ...phaseSet(pod.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED && c.status === 'True')),
     readiness: readiness && {
       status: readiness.status,
       sinceMs: toMs(readiness.lastTransitionTime) ?? 0,
     },
   };
+}
+
+function phaseSet(condition: { lastTransitionTime?: Date | string } | undefined): Pick<AgentPod, 'phaseSetBySidecarTerminator' | 'phaseSetAtMs'> {
+  if (!condition) return { phaseSetBySidecarTerminator: false };
+  const at = toMs(condition.lastTransitionTime);
+  return { phaseSetBySidecarTerminator: true, ...(at !== undefined ? { phaseSetAtMs: at } : {}) };
 }
 
 function keptHook(hook: Handler | undefined, whole: boolean): Pick<AgentContainerSpec, 'preStop' | 'preStopNotKept'> {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_REQUEUE_MS } from '../common/queue.ts';
 import { boundedDelayMs } from '../rules/decision.ts';
-import { awaitsAdmission, blockingRequest, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
+import { awaitsAdmission, blockingRequest, KUBELET_SEES_PHASE_MS, leftoverStops, graceSecondsOf, hookRefusal, kubeletRestarts, ownerRefusal, planRequest, sameStatus } from './request-plan.ts';
 import type { RequestInputs, RequestPlan, RuntimeView } from './request-plan.ts';
 import type { AgentContainerSpec, AgentContainerStatus, AgentPod } from './pod.ts';
 import type { ContainerRecreateRequest, ContainerRecreateState, CRRContainer, CRRStatus, CRRStrategy } from '../api/container-recreate-request.ts';
@@ -225,9 +225,13 @@ describe('planRequest: a request labelled after-phase (R23)', () => {
     assert.match(plan.status.containerRecreateStates?.[0]?.message ?? '', /waiting for the Pod's phase/);
     assert.equal(plan.requeueAfterMs, 5_000);
   });
-  it('stops once the Pod shows its phase', () => {
-    const plan = planRequest(input({ crr: afterPhase(crr(['proxy'])), pod: pod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true }) }));
-    assert.equal(plan.stops.length, 1);
+  it('once the Pod shows its phase, gives kubelet a moment to see it (by the API server\'s clock), then stops', () => {
+    const set = (agoMs: number) => pod({ phase: 'Succeeded', phaseSetBySidecarTerminator: true, phaseSetAtMs: NOW - agoMs });
+    const early = planRequest(input({ crr: afterPhase(crr(['proxy'])), pod: set(500) }));
+    assert.deepEqual(early.stops, []);
+    assert.equal(early.requeueAfterMs, KUBELET_SEES_PHASE_MS - 500);
+    assert.equal(planRequest(input({ crr: afterPhase(crr(['proxy'])), pod: set(KUBELET_SEES_PHASE_MS) })).stops.length, 1);
+    assert.equal(planRequest(input({ crr: afterPhase(crr(['proxy'])), pod: pod({ phase: 'Failed' }) })).stops.length, 1, 'a phase of kubelet\'s own: nothing to wait for');
   });
 });
 

@@ -504,13 +504,24 @@ function recreatedProgress(name: string, isKilled: boolean, status: AgentContain
 const PHASE_WAIT_RECHECK_MS = 5_000;
 
 /**
+ * How long after the controller set the phase kubelet is given to see it, before the Pod's last
+ * containers may exit: kubelet keeps a terminal phase it has seen, but writes its own over one it
+ * had not seen when the last exit came (its watch lags ours under load: tried, the Pod ended Failed).
+ */
+export const KUBELET_SEES_PHASE_MS = 2_000;
+
+/**
  * A request labelled after-phase (R23): its containers' exit codes must not reach kubelet before the
  * Pod's phase, which the controller sets once the request exists. No stop begins (not even its stop
- * command, which may end the container) until the Pod shows a terminal phase: kubelet then keeps it.
+ * command, which may end the container) until the Pod shows a terminal phase, and the phase we set
+ * is KUBELET_SEES_PHASE_MS old (by the API server's clock; its time has whole seconds).
  */
-function phaseWait({ crr, pod }: RequestInputs): { message: string; afterMs: number } | undefined {
-  if (crr.metadata.labels?.[LABEL_AFTER_PHASE] !== 'true' || isTerminal(pod.phase)) return undefined;
-  return { message: 'waiting for the Pod\'s phase, which the controller sets before these containers may exit', afterMs: PHASE_WAIT_RECHECK_MS };
+function phaseWait({ crr, pod, nowMs, apiNowMs }: RequestInputs): { message: string; afterMs: number } | undefined {
+  if (crr.metadata.labels?.[LABEL_AFTER_PHASE] !== 'true') return undefined;
+  if (!isTerminal(pod.phase)) return { message: 'waiting for the Pod\'s phase, which the controller sets before these containers may exit', afterMs: PHASE_WAIT_RECHECK_MS };
+  if (!pod.phaseSetBySidecarTerminator || pod.phaseSetAtMs === undefined) return undefined;
+  const left = pod.phaseSetAtMs + KUBELET_SEES_PHASE_MS - (apiNowMs ?? nowMs);
+  return left > 0 ? { message: 'the Pod\'s phase is set; giving kubelet a moment to see it', afterMs: left } : undefined;
 }
 
 function unreadyWait({ crr, pod, nowMs }: RequestInputs): { message: string; afterMs: number | undefined } | undefined {
