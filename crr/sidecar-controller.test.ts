@@ -342,6 +342,13 @@ describe('SidecarController: sidecar policies (R54)', () => {
     assert.equal(h.actedOn.pendingFor('SidecarPolicy/ns/mesh')?.audit?.pods, 1, 'each policy\'s status by the policy itself');
   });
 
+  it('Audit names the phase enforcing would set, from the mains as enforcing sees them (the audited containers are sidecars there)', async () => {
+    const h = harness({ pod: held, policies: [policy('mesh', { mode: 'Audit', containers: [{ name: 'mesh-proxy', ignoreExitCode: true }] })] });
+    await h.controller.reconcile(KEY);
+    const audit = (await h.events()).find((e) => e.reason === EVENT_REASONS.policyAudit)!;
+    assert.match(audit.message, /Then the Pod's phase would be set to Succeeded from the main containers, before the exit code of "mesh-proxy" could count/);
+  });
+
   it('Enforce: each Pod counted once by policy, whatever the requests it takes', async () => {
     metrics.policyEnforcedPods.reset();
     const h = harness({ pod: held, policies: [policy('mesh', { containers: [{ name: 'mesh-proxy' }] })] });

@@ -227,7 +227,8 @@ export class SidecarController {
     if (byPolicy.length === 0) return;
     const stops = byPolicy.map((s) => ({ container: s.name, policy: s.markedBy, tier: s.tier, ignoreExitCode: s.ignoreExitCode,
       stopCommand: pod.containers.find((c) => c.name === s.name)?.auditPolicy?.stopCommand !== undefined }));
-    const event = policyAuditEvent(stops, wouldBe.kind, allMainsSucceeded(pod) ? 'Succeeded' : 'Failed');
+    // The phase from the mains as enforcing would see them: the audited containers are sidecars there.
+    const event = policyAuditEvent(stops, wouldBe.kind, allMainsSucceeded(audited) ? 'Succeeded' : 'Failed');
     for (const emitted of this.emitted.take(key, pod.uid, [event])) {
       this.deps.events.emit(pod, emitted);
       const policies = new Set(stops.map((s) => s.policy));
