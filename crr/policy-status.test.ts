@@ -73,6 +73,15 @@ describe('R54: policy status', () => {
     assert.equal(log.pendingFor('ClusterSidecarPolicy/gone'), undefined, 'a policy gone: nothing of it kept');
   });
 
+  it('a Pod counted while a write is in flight stays pending for the next one', () => {
+    const log = new ActedOnLog();
+    log.record('p', 'audit', { namespace: 'ns', name: 'a' }, NOW);
+    const inFlight = log.pendingFor('p')!;
+    log.record('p', 'audit', { namespace: 'ns', name: 'b' }, NOW);
+    log.written('p', inFlight);
+    assert.deepEqual(log.pendingFor('p'), { audit: { pods: 1, recent: [{ namespace: 'ns', name: 'b', time: NOW }] } });
+  });
+
   it('mostPoliciesInANamespace: the largest count of namespaced policies, invalid ones too; cluster policies are no namespace\'s', () => {
     const inNamespace = (namespace: string, valid = true): WatchedPolicy => ({
       scope: 'namespaced', namespace, name: 'p', parsed: parsePolicy({ metadata: { name: 'p', namespace }, spec: { containers: [valid ? { name: 'x' } : {}] } }, 'namespaced'), status: {},

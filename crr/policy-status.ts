@@ -31,8 +31,10 @@ export class ActedOnLog {
     this.pending.set(policy, entry);
   }
 
+  /** What is pending now, as it stands: later records do not change the copy (a write in flight adds what it holds). */
   pendingFor(policy: string): PendingActedOn | undefined {
-    return this.pending.get(policy);
+    const entry = this.pending.get(policy);
+    return entry && { ...entry };
   }
 
   /** `written` is in the policy's status now: only what came since stays. */
