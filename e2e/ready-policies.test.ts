@@ -129,7 +129,12 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     assert.equal(type, 'Complete', events.join('\n'));
     assert.equal(done.status?.phase, 'Succeeded');
     assert.equal(done.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED)?.reason, 'IgnoredSidecarExitCode');
-    assert.equal(containerStatus(done, 'cloud-sql-proxy')?.state?.terminated?.exitCode, 143, 'its exit code did not fail the Pod');
+    // The Job completes at the phase; kubelet reports the last exits after it.
+    const reportedExit = (container: string) => waitFor(async () => {
+      const p = await core.readNamespacedPod({ namespace, name: done.metadata!.name! });
+      return containerStatus(p, container)?.state?.terminated;
+    }, { description: `the exit of ${container} reported`, timeoutMs: 60_000 });
+    assert.equal((await reportedExit('cloud-sql-proxy')).exitCode, 143, 'its exit code did not fail the Pod');
     const stopping = events.filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.equal(stopping.length, 3, 'tier 0, then the ignore-exit-code sidecar of tier 0, then tier 1');
     // The event of the request that stops `name` (others name it among those that follow).
@@ -153,7 +158,15 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     // first (its SIGTERM, no stop command): where the command ran, it came first.
     if (quitAsked) assert.ok(quitAsked.atMs >= sqlTerm.atMs && ended.atMs >= quitAsked.atMs, shown);
     t.diagnostic(quitAsked ? 'Istio quit by its stop command' : 'Istio stopped by kubelet\'s teardown first');
-    assert.equal(containerStatus(done, 'istio-proxy')?.state?.terminated?.exitCode, 0);
+    assert.equal((await reportedExit('istio-proxy')).exitCode, 0);
+    // Kubelet writes its own status once it has torn the Pod down: the phase we set must outlast it.
+    const settled = await waitFor(async () => {
+      const p = await core.readNamespacedPod({ namespace, name: done.metadata!.name! });
+      return p.status?.containerStatuses?.every((c) => c.state?.terminated) && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ? p : undefined;
+    }, { description: 'every container\'s exit reported, the Pod no longer Ready', timeoutMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 3_000));
+    const final = await core.readNamespacedPod({ namespace, name: settled.metadata!.name! });
+    assert.equal(final.status?.phase, 'Succeeded', 'kubelet kept the phase we set');
     await waitFor(() => {
       const counts = statuses('{.status.audit.pods}/{.status.enforce.pods}');
       return counts.every((c) => c === '1/1') ? counts : undefined;
