@@ -124,26 +124,32 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     for (const p of policies) kubectl('patch', 'clustersidecarpolicy', ours(p.metadata.name), '--type=merge', '-p', '{"spec":{"mode":"Enforce"}}');
     const { type } = await jobs.finishedJob(namespace, 'ready', 120_000);
     const done = await jobs.onlyPod(namespace, 'ready');
-    const events = await podEvents(done);
-    t.diagnostic(events.join('\n'));
-    assert.equal(type, 'Complete', events.join('\n'));
+    assert.equal(type, 'Complete', (await podEvents(done)).join('\n'));
     assert.equal(done.status?.phase, 'Succeeded');
     assert.equal(done.status?.conditions?.find((c) => c.type === CONDITION_SIDECAR_TERMINATED)?.reason, 'IgnoredSidecarExitCode');
-    // The Job completes at the phase; kubelet reports the last exits after it.
-    const reportedExit = (container: string) => waitFor(async () => {
+    // The Job completes at the phase; the last sidecars exit after it, and kubelet writes its own
+    // status once it has torn the Pod down: the phase we set must outlast that.
+    const settled = await waitFor(async () => {
       const p = await core.readNamespacedPod({ namespace, name: done.metadata!.name! });
-      return containerStatus(p, container)?.state?.terminated;
-    }, { description: `the exit of ${container} reported`, timeoutMs: 60_000 });
-    assert.equal((await reportedExit('cloud-sql-proxy')).exitCode, 143, 'its exit code did not fail the Pod');
+      return p.status?.containerStatuses?.every((c) => c.state?.terminated) && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ? p : undefined;
+    }, { description: 'every container\'s exit reported, the Pod no longer Ready', timeoutMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 3_000));
+    const final = await core.readNamespacedPod({ namespace, name: settled.metadata!.name! });
+    const events = await podEvents(final);
+    t.diagnostic(events.join('\n'));
+    assert.equal(final.status?.phase, 'Succeeded', `kubelet kept the phase we set\n${events.join('\n')}`);
+    assert.equal(containerStatus(final, 'cloud-sql-proxy')?.state?.terminated?.exitCode, 143, 'its exit code did not fail the Pod');
+    assert.equal(containerStatus(final, 'istio-proxy')?.state?.terminated?.exitCode, 0);
     const stopping = events.filter((e) => e.startsWith(`Normal ${EVENT_REASONS.stopping}:`));
     assert.equal(stopping.length, 3, 'tier 0, then the ignore-exit-code sidecar of tier 0, then tier 1');
     // The event of the request that stops `name` (others name it among those that follow).
     const stoppingOf = (name: string) => stopping.find((e) => e.slice(0, e.indexOf(' with ContainerRecreateRequest')).includes(`"${name}"`)) ?? '';
     assert.match(stoppingOf('cloud-sql-proxy'), /"cloud-sql-proxy" \(ClusterSidecarPolicy\/e2e-ready-cloud-sql-proxy\)/);
     assert.match(stoppingOf('istio-proxy'), /phase is set as soon as this request exists/);
+    assert.ok(!events.some((e) => e.includes(EVENT_REASONS.failedStopCommand) || e.includes(EVENT_REASONS.sidecarFailedPod)), events.join('\n'));
 
     // The order, as the runtime timestamped each container's lines.
-    const logs = (name: string) => timestampedLogs(namespace, done.metadata!.name!, name);
+    const logs = (name: string) => timestampedLogs(namespace, final.metadata!.name!, name);
     const flushed = firstLine(logs('fluent-bit'), /^flushed$/);
     const sqlTerm = firstLine(logs('cloud-sql-proxy'), /^got SIGTERM$/);
     const quitAsked = firstLine(logs('istio-proxy'), /^pilot-agent request POST quitquitquit$/);
@@ -158,19 +164,9 @@ describe('the ready policies of docs/policies.md, Audit then Enforce', () => {
     // first (its SIGTERM, no stop command): where the command ran, it came first.
     if (quitAsked) assert.ok(quitAsked.atMs >= sqlTerm.atMs && ended.atMs >= quitAsked.atMs, shown);
     t.diagnostic(quitAsked ? 'Istio quit by its stop command' : 'Istio stopped by kubelet\'s teardown first');
-    assert.equal((await reportedExit('istio-proxy')).exitCode, 0);
-    // Kubelet writes its own status once it has torn the Pod down: the phase we set must outlast it.
-    const settled = await waitFor(async () => {
-      const p = await core.readNamespacedPod({ namespace, name: done.metadata!.name! });
-      return p.status?.containerStatuses?.every((c) => c.state?.terminated) && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ? p : undefined;
-    }, { description: 'every container\'s exit reported, the Pod no longer Ready', timeoutMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 3_000));
-    const final = await core.readNamespacedPod({ namespace, name: settled.metadata!.name! });
-    assert.equal(final.status?.phase, 'Succeeded', 'kubelet kept the phase we set');
     await waitFor(() => {
       const counts = statuses('{.status.audit.pods}/{.status.enforce.pods}');
       return counts.every((c) => c === '1/1') ? counts : undefined;
     }, { description: 'every ready policy counting the Pod audited, then enforced', timeoutMs: 30_000 });
-    assert.ok(!events.some((e) => e.includes(EVENT_REASONS.failedStopCommand) || e.includes(EVENT_REASONS.sidecarFailedPod)), events.join('\n'));
   });
 });
