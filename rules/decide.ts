@@ -16,7 +16,7 @@ import type { CreateRequest, Decision, ImageSwap, NotHandled, NotHandledReason, 
 import { boundedDelayMs } from './decision.ts';
 import type { DecisionEvent } from './events.ts';
 import { clip, joinSample, normal, quoteList, warning } from './events.ts';
-import { mainsDone, restartAfterExit, statusesComplete } from './main-done.ts';
+import { containerOf, mainsDone, restartAfterExit, statusesComplete } from './main-done.ts';
 import { imageAllowed } from './image-reference.ts';
 import { allMainsSucceeded, phasePatch, settledPhasePatch } from './phase.ts';
 import type { ContainerStatusProjection, PodProjection } from './projection.ts';
@@ -193,8 +193,7 @@ function phaseBound(facts: Facts, due: readonly Sidecar[], laterSteps: boolean):
     return due.some((s) => s.ignoreExitCode) || facts.classification.sidecars.some((s) => s.ignoreExitCode && !exitedZero(pod, s.name));
   }
   if (!due.every((s) => s.ignoreExitCode)) return false;
-  const container = (s: Sidecar) => pod.containers.find((c) => c.name === s.name);
-  return due.some((s) => [SIGTERM_EXIT, SIGKILL_EXIT].some((code) => restartAfterExit(container(s), pod.restartPolicy, code) !== 'none'));
+  return due.some((s) => [SIGTERM_EXIT, SIGKILL_EXIT].some((code) => restartAfterExit(containerOf(pod, s.name), pod.restartPolicy, code) !== 'none'));
 }
 
 function exitedZero(pod: PodProjection, name: string): boolean {
@@ -542,7 +541,7 @@ function inTransit(pod: PodProjection, sidecar: Sidecar): boolean {
  * restart rule matching 0. A stop cannot end it, and the Pod cannot end while it is there.
  */
 function restartsAfterAnyExit(pod: PodProjection, sidecar: Sidecar): boolean {
-  return restartAfterExit(pod.containers.find((c) => c.name === sidecar.name), pod.restartPolicy, 0) !== 'none';
+  return restartAfterExit(containerOf(pod, sidecar.name), pod.restartPolicy, 0) !== 'none';
 }
 
 /**
@@ -686,7 +685,7 @@ function failedCountingSidecars(facts: Facts): string[] {
 function failedForGood(pod: PodProjection, name: string): number | undefined {
   const state = statusOf(pod, name)?.state;
   if (state?.kind !== 'terminated' || state.exitCode === 0) return undefined;
-  return restartAfterExit(pod.containers.find((c) => c.name === name), pod.restartPolicy, state.exitCode) === 'none' ? state.exitCode : undefined;
+  return restartAfterExit(containerOf(pod, name), pod.restartPolicy, state.exitCode) === 'none' ? state.exitCode : undefined;
 }
 
 interface LoopingSidecar {
@@ -741,7 +740,7 @@ function loopOf(pod: PodProjection, name: string, own: readonly OwnRequest[]): L
   const asked = latestAsk(name, own);
   const context = asked?.container.statusContext;
   if (!asked || !context || status.restartCount <= context.restartCount) return undefined;
-  const container = pod.containers.find((c) => c.name === name);
+  const container = containerOf(pod, name);
   const ownPolicy = container?.restart;
   // Only the Pod's OnFailure, or the container's own policy or rules, restart a sidecar after its exit.
   if (pod.restartPolicy !== 'OnFailure' && !ownPolicy) return undefined;

@@ -144,6 +144,7 @@ export function exitSettlesRestart(pod: PodProjection, name: string): boolean {
   return !probeKillRestarts(container, pod.restartPolicy) && !pod.mayRestartAll && !pod.allContainersRestarting;
 }
 
-function containerOf(pod: PodProjection, name: string): ContainerProjection | undefined {
+/** The Pod's spec container of that name. */
+export function containerOf(pod: PodProjection, name: string): ContainerProjection | undefined {
   return pod.containers.find((c) => c.name === name);
 }
